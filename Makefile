@@ -1,0 +1,38 @@
+# Two commands do all the set-up on a fresh machine that has only python3:
+#   make run   -> creates .venv, installs the project, runs the shortest-path experiment
+#   make test  -> same set-up, then the test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export KEDRO_DISABLE_TELEMETRY := true
+export DO_NOT_TRACK := 1
+export MPLBACKEND := Agg
+
+.PHONY: run test bench install viz clean-venv
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/kedro run --pipeline=shortest_path
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/lp_oracles.py
+	@if [ -f benchmarks/mom_fit.py ]; then $(BIN)/python benchmarks/mom_fit.py; fi
+
+viz: $(STAMP)
+	$(BIN)/kedro viz run
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,90 @@
+"""The estimator interface shared by every method (scikit-learn conventions).
+
+Hyperparameters live in ``__init__``; learned state ends with an underscore; ``fit``
+returns self; ``get_params``/``set_params`` come from scikit-learn's BaseEstimator so a
+tuning grid is a plain dict of parameter lists.
+
+Every method predicts costs c_hat = f(z); decisions come from solving the LP with the
+predicted costs through the LP layer (`decide`). ``needs_costs`` says whether training
+needs the true costs C (predict-then-optimize baselines) or only the observed optimal
+solutions X* (every MOM variant, the perceptron: inverse LP works).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from ..lp import LPSolution, StandardFormLP
+
+
+class MissingCostsError(ValueError):
+    """A method that needs the true costs C was asked to train from X* alone."""
+
+
+class NotFittedError(RuntimeError):
+    """predict_cost or decide was called before fit."""
+
+
+def resolve_lp(A=None, b=None, lp: StandardFormLP | None = None) -> StandardFormLP:
+    """The LP family from either `lp` or (A, b)."""
+    if lp is not None:
+        if A is not None or b is not None:
+            raise ValueError("give either lp or (A, b), not both")
+        return lp
+    if A is None or b is None:
+        raise ValueError("the constraints are needed: pass lp=StandardFormLP or A=..., b=...")
+    return StandardFormLP(A=np.asarray(A, dtype=float), b=np.asarray(b, dtype=float))
+
+
+def check_features(Z, n_samples: int | None = None, name: str = "Z") -> np.ndarray:
+    """Z as a finite (T, d) float array; errors name the first bad sample."""
+    Z = np.asarray(Z, dtype=float)
+    if Z.ndim != 2:
+        raise ValueError(f"{name} must be (T, d); got shape {Z.shape}")
+    if Z.shape[0] == 0:
+        raise ValueError(f"{name} is empty (0 samples)")
+    if n_samples is not None and Z.shape[0] != n_samples:
+        raise ValueError(f"{name} has {Z.shape[0]} samples but the other inputs have {n_samples}")
+    bad = np.flatnonzero(~np.isfinite(Z).all(axis=1))
+    if bad.size:
+        raise ValueError(f"{name}: sample {bad[0]} has a NaN or infinite feature")
+    return Z
+
+
+class CostModel(BaseEstimator):
+    """Base class: subclasses implement `fit` and `predict_cost`."""
+
+    needs_costs: ClassVar[bool] = False
+    name: ClassVar[str] = "base"
+
+    def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
+        raise NotImplementedError
+
+    def predict_cost(self, Z) -> np.ndarray:
+        """Predicted costs (T, n) for features Z (T, d)."""
+        raise NotImplementedError
+
+    def decide(self, Z, lp: StandardFormLP) -> LPSolution:
+        """Decisions: solve the LP with the predicted costs (oracle when available)."""
+        return lp.solve(self.predict_cost(Z))
+
+    def _require_costs(self, C, n_samples: int, n: int) -> np.ndarray:
+        if C is None:
+            raise MissingCostsError(
+                f"{type(self).__name__} needs the true costs C in training; with observed "
+                "optimal solutions only (inverse LP) use MOM, its kernel and online variants, or the perceptron"
+            )
+        C = np.asarray(C, dtype=float)
+        if C.shape != (n_samples, n):
+            raise ValueError(f"C must be ({n_samples}, {n}); got shape {C.shape}")
+        bad = np.flatnonzero(~np.isfinite(C).all(axis=1))
+        if bad.size:
+            raise ValueError(f"C: sample {bad[0]} has a NaN or infinite cost")
+        return C
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "coef_") and not hasattr(self, "model_"):
+            raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit first")

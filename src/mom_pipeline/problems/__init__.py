@@ -1,0 +1,28 @@
+"""Problem generators faithful to the paper's appendix (shortest path, fractional knapsack)."""
+
+from .common import Samples, Trial, as_generator
+from .knapsack import generate_knapsack, knapsack_costs, knapsack_instance
+from .shortest_path import generate_shortest_path, shortest_path_costs
+
+GENERATORS = {"shortest_path": generate_shortest_path, "knapsack": generate_knapsack}
+
+
+def generate_trial(problem: str, **kwargs) -> Trial:
+    """Dispatch to the generator of `problem` ("shortest_path" or "knapsack")."""
+    if problem not in GENERATORS:
+        raise ValueError(f"unknown problem {problem!r}; choose one of {sorted(GENERATORS)}")
+    return GENERATORS[problem](**kwargs)
+
+
+__all__ = [
+    "GENERATORS",
+    "Samples",
+    "Trial",
+    "as_generator",
+    "generate_knapsack",
+    "generate_shortest_path",
+    "generate_trial",
+    "knapsack_costs",
+    "knapsack_instance",
+    "shortest_path_costs",
+]

@@ -1,0 +1,4 @@
+import os
+
+os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("MPLBACKEND", "Agg")

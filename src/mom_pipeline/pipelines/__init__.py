@@ -1,0 +1,1 @@
+"""Kedro glue only: stage pipelines and the per-figure namespaced experiment instances."""

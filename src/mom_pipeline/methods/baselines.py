@@ -1,0 +1,312 @@
+"""Predict-then-optimize baselines: regressions of the costs c on the features z.
+
+Every baseline needs the true costs C in training (``needs_costs = True``): fitting from
+the observed optimal solutions X* alone raises `MissingCostsError`. Decisions come from
+solving the LP with the predicted costs (`CostModel.decide`).
+
+* `OLS`, `Ridge`: linear c_hat = Theta z with Theta (n, d), no intercept (z carries a
+  constant feature).
+* `RandomForest`: scikit-learn's multi-output RandomForestRegressor.
+* `KernelRidgeCost` (and the fixed-kernel `PolyKernelRidge`, `RbfKernelRidge`): kernel
+  ridge regression with the paper's kernel conventions.
+* `SPOPlus`: linear c_hat = Theta z trained on the SPO+ surrogate loss of Elmachtoub and
+  Grigas by mini-batch stochastic subgradient descent, one batched LP solve per step.
+
+Regularized losses are SUMMED over samples (not averaged), so the regularization constant
+lam keeps one meaning from one training size to the next only up to that factor T.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+from sklearn.ensemble import RandomForestRegressor
+from sklearn.kernel_ridge import KernelRidge
+from sklearn.linear_model import LinearRegression
+from sklearn.linear_model import Ridge as SkRidge
+
+from ..lp import StandardFormLP
+from .base import CostModel, check_features, resolve_lp
+
+KERNELS = ("poly", "rbf")
+
+
+def _n_columns(C, X_star, A, lp: StandardFormLP | None) -> int | None:
+    """The number of LP columns n, from whichever input carries it."""
+    if lp is not None:
+        return lp.n
+    if A is not None:
+        return np.shape(A)[-1]
+    if X_star is not None:
+        return np.shape(X_star)[-1]
+    if C is not None and np.ndim(C) == 2:
+        return np.shape(C)[1]
+    return None
+
+
+class _RegressionBaseline(CostModel):
+    """A regression of C on Z; subclasses build the scikit-learn estimator in `_regressor`.
+
+    The LP inputs (X_star, A, b, lp, basis) are accepted for a uniform interface and only
+    used to check the number of columns of C.
+    """
+
+    needs_costs: ClassVar[bool] = True
+
+    def _regressor(self):
+        raise NotImplementedError
+
+    def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
+        """Fit on features Z (T, d) and true costs C (T, n); returns self."""
+        Z = check_features(Z)
+        C = self._require_costs(C, Z.shape[0], _n_columns(C, X_star, A, lp))
+        regressor = self._regressor().fit(Z, C)
+        self.n_features_in_ = Z.shape[1]
+        self.n_outputs_ = C.shape[1]
+        self._store(regressor)
+        return self
+
+    def _store(self, regressor) -> None:
+        # Kept whole for the nonlinear models; the linear ones store Theta instead.
+        self.model_ = regressor
+
+    def predict_cost(self, Z) -> np.ndarray:
+        """Predicted costs (T, n) for features Z (T, d)."""
+        self._check_fitted()
+        Z = check_features(Z)
+        if Z.shape[1] != self.n_features_in_:
+            raise ValueError(f"Z has {Z.shape[1]} features; {type(self).__name__} was fitted with {self.n_features_in_}")
+        if hasattr(self, "coef_"):
+            return Z @ self.coef_.T
+        return np.asarray(self.model_.predict(Z), dtype=float).reshape(Z.shape[0], self.n_outputs_)
+
+
+class _LinearBaseline(_RegressionBaseline):
+    def _store(self, regressor) -> None:
+        # coef_ is Theta, (n, d): c_hat = Theta z.
+        self.coef_ = np.asarray(regressor.coef_, dtype=float).reshape(self.n_outputs_, self.n_features_in_)
+
+
+class OLS(_LinearBaseline):
+    """Least squares  min_Theta sum_t ||Theta z_t - c_t||^2  without intercept."""
+
+    name: ClassVar[str] = "OLS"
+
+    def _regressor(self):
+        return LinearRegression(fit_intercept=False)
+
+
+class Ridge(_LinearBaseline):
+    """Ridge regression  min_Theta (1/2) sum_t ||Theta z_t - c_t||^2 + (lam/2) ||Theta||_F^2.
+
+    Twice this loss is scikit-learn's Ridge objective  ||C - Z W||_F^2 + alpha ||W||_F^2
+    with alpha = lam (the losses are summed over samples, not averaged; an averaged loss
+    (1/2T) sum_t ... + (lam/2)||Theta||^2 would need alpha = T * lam). No intercept: z has
+    a constant feature, whose coefficient is penalized like the others.
+    """
+
+    name: ClassVar[str] = "Ridge"
+
+    def __init__(self, lam: float = 1.0):
+        self.lam = lam
+
+    def _regressor(self):
+        return SkRidge(alpha=float(self.lam), fit_intercept=False)
+
+
+class RandomForest(_RegressionBaseline):
+    """scikit-learn's RandomForestRegressor fitted on all n outputs at once (multi-output)."""
+
+    name: ClassVar[str] = "RF"
+
+    def __init__(self, n_estimators: int = 100, max_depth: int | None = None, min_samples_leaf: int = 1,
+                 random_state: int = 0, n_jobs: int = 1):
+        self.n_estimators = n_estimators
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _regressor(self):
+        return RandomForestRegressor(n_estimators=self.n_estimators, max_depth=self.max_depth,
+                                     min_samples_leaf=self.min_samples_leaf, random_state=self.random_state,
+                                     n_jobs=self.n_jobs)
+
+
+class KernelRidgeCost(_RegressionBaseline):
+    """Kernel ridge regression of c on z with the paper's kernels.
+
+    Loss, over functions f in the kernel's RKHS with values in R^n:
+    (1/2) sum_t ||f(z_t) - c_t||^2 + (lam/2) ||f||^2, i.e. scikit-learn's KernelRidge with
+    alpha = lam (as `Ridge`). Kernels, with gamma the paper's scale parameter:
+
+    * ``"poly"``: (z.z'/gamma + 1)^degree  -> sklearn kernel="poly", gamma=1/gamma, coef0=1;
+    * ``"rbf"``:  exp(-||z - z'||^2 / gamma) -> sklearn kernel="rbf", gamma=1/gamma
+      (the paper's squared norm; the released code used the unsquared norm, see NOTES).
+
+    scikit-learn's ``gamma`` is therefore the INVERSE of the ``gamma`` here. ``degree`` is
+    ignored by the RBF kernel.
+    """
+
+    name: ClassVar[str] = "KernelRidge"
+
+    def __init__(self, kernel: str = "poly", lam: float = 1.0, degree: int = 2, gamma: float = 1.0):
+        self.kernel = kernel
+        self.lam = lam
+        self.degree = degree
+        self.gamma = gamma
+
+    def _regressor(self):
+        if self.kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {KERNELS}; got {self.kernel!r}")
+        if not self.gamma > 0:
+            raise ValueError(f"gamma must be positive; got {self.gamma}")
+        if self.kernel == "poly":
+            return KernelRidge(alpha=float(self.lam), kernel="poly", gamma=1.0 / self.gamma, coef0=1.0,
+                               degree=int(self.degree))
+        return KernelRidge(alpha=float(self.lam), kernel="rbf", gamma=1.0 / self.gamma)
+
+
+class PolyKernelRidge(KernelRidgeCost):
+    """`KernelRidgeCost` with the polynomial kernel (z.z'/gamma + 1)^degree."""
+
+    name: ClassVar[str] = "PolyRidge"
+
+    def __init__(self, lam: float = 1.0, degree: int = 2, gamma: float = 1.0):
+        super().__init__(kernel="poly", lam=lam, degree=degree, gamma=gamma)
+
+
+class RbfKernelRidge(KernelRidgeCost):
+    """`KernelRidgeCost` with the RBF kernel exp(-||z - z'||^2 / gamma)."""
+
+    name: ClassVar[str] = "RbfRidge"
+
+    def __init__(self, lam: float = 1.0, gamma: float = 1.0):
+        super().__init__(kernel="rbf", lam=lam, degree=2, gamma=gamma)
+
+
+# ----------------------------------------------------------------------------- SPO+
+
+
+def spo_plus_loss(C_hat, C, X_star, lp: StandardFormLP) -> tuple[np.ndarray, np.ndarray]:
+    """SPO+ losses and subgradients with respect to c_hat, for a batch of samples.
+
+    loss_t = (2 c_hat_t - c_t)'x*_t - min_{x in X_t} (2 c_hat_t - c_t)'x   (>= 0, = 0 at c_hat = c)
+    grad_t = 2 (x*_t - x_tilde_t),  x_tilde_t in argmin_x (2 c_hat_t - c_t)'x.
+
+    Args:
+        C_hat, C: (T, n) predicted and true costs; X_star: (T, n) optimal solutions for C;
+        lp: the T LPs (shared or per-sample constraints). One batched `lp.solve` call.
+
+    Returns:
+        (loss (T,), grad (T, n)).
+    """
+    C_tilde = 2.0 * C_hat - C
+    solution = lp.solve(C_tilde)
+    loss = np.einsum("tj,tj->t", C_tilde, X_star) - solution.objective
+    return loss, 2.0 * (X_star - solution.x)
+
+
+class SPOPlus(CostModel):
+    """Linear c_hat = Theta z trained on the SPO+ loss (Elmachtoub and Grigas, 2022).
+
+    Minimizes (1/B) sum_{t in batch} SPO+(Theta z_t, c_t) + (lam/2)||Theta||_F^2 by
+    mini-batch stochastic subgradient descent from Theta = 0 with step
+    step_size / sqrt(k + 1) at step k (as the released code, NOTES). The subgradient of a
+    batch is the mean over the batch of 2 (x*_t - x_tilde_t) z_t' plus lam Theta, where
+    x_tilde_t solves the LP with 2 c_hat_t - c_t; the B oracle calls of a step are ONE
+    batched `lp.solve`. X* is taken from the argument when given, else solved once from C.
+
+    Sampling: with ``n_epochs=None`` (default) each of the ``n_steps`` steps draws a batch
+    of ``batch_size`` distinct samples uniformly; with ``n_epochs`` set, ``n_steps`` is
+    ignored and the samples are visited in ``n_epochs`` reshuffled passes of consecutive
+    batches (ceil(T / batch_size) steps a pass).
+
+    Attributes:
+        coef_: (n, d) final Theta.  loss_history_: (n_steps,) mean SPO+ loss of each batch
+        before its step (without the regularization).  n_oracle_calls_: the number of
+        batched `lp.solve` calls (one per step, plus one for X* when it was not given).
+    """
+
+    needs_costs: ClassVar[bool] = True
+    name: ClassVar[str] = "SPO+"
+
+    def __init__(self, lam: float = 1e-3, step_size: float = 0.1, batch_size: int = 5, n_steps: int = 2000,
+                 n_epochs: int | None = None, random_state: int = 0):
+        self.lam = lam
+        self.step_size = step_size
+        self.batch_size = batch_size
+        self.n_steps = n_steps
+        self.n_epochs = n_epochs
+        self.random_state = random_state
+
+    def _batches(self, n_samples: int, rng: np.random.Generator):
+        """Index arrays of the mini-batches in step order."""
+        size = min(int(self.batch_size), n_samples)
+        if self.n_epochs is None:
+            for _ in range(int(self.n_steps)):
+                yield rng.choice(n_samples, size=size, replace=False)
+            return
+        for _ in range(int(self.n_epochs)):
+            order = rng.permutation(n_samples)
+            for start in range(0, n_samples, size):
+                yield order[start:start + size]
+
+    def _check_hyperparameters(self) -> None:
+        if int(self.batch_size) < 1:
+            raise ValueError(f"batch_size must be >= 1; got {self.batch_size}")
+        if self.n_epochs is None and int(self.n_steps) < 1:
+            raise ValueError(f"n_steps must be >= 1; got {self.n_steps}")
+        if self.n_epochs is not None and int(self.n_epochs) < 1:
+            raise ValueError(f"n_epochs must be >= 1 or None; got {self.n_epochs}")
+        if not self.step_size > 0 or self.lam < 0:
+            raise ValueError(f"step_size must be > 0 and lam >= 0; got {self.step_size}, {self.lam}")
+
+    def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
+        """Fit on features Z (T, d), true costs C (T, n) and the LPs (lp or A, b); returns self."""
+        self._check_hyperparameters()
+        Z = check_features(Z)
+        T, d = Z.shape
+        lp = resolve_lp(A, b, lp)
+        C = self._require_costs(C, T, lp.n)
+        if lp.A.ndim == 3 and lp.A.shape[0] != T:
+            raise ValueError(f"the LP has {lp.A.shape[0]} per-sample constraint sets but Z has {T} samples")
+        n_oracle_calls = 0
+        if X_star is None:
+            X_star = lp.solve(C).x
+            n_oracle_calls += 1
+        X_star = np.asarray(X_star, dtype=float)
+        if X_star.shape != (T, lp.n):
+            raise ValueError(f"X_star must be ({T}, {lp.n}); got shape {X_star.shape}")
+        bad = np.flatnonzero(~np.isfinite(X_star).all(axis=1))
+        if bad.size:
+            raise ValueError(f"X_star: sample {bad[0]} has a NaN or infinite entry")
+
+        rng = np.random.default_rng(self.random_state)
+        theta = np.zeros((lp.n, d))
+        losses = []
+        for step, idx in enumerate(self._batches(T, rng)):
+            Z_batch = Z[idx]
+            loss, grad_c = spo_plus_loss(Z_batch @ theta.T, C[idx], X_star[idx], lp.subset(idx))
+            n_oracle_calls += 1
+            losses.append(loss.mean())
+            grad = grad_c.T @ Z_batch / len(idx) + self.lam * theta
+            theta -= self.step_size / math.sqrt(step + 1) * grad
+        self.coef_ = theta
+        self.n_features_in_ = d
+        self.loss_history_ = np.asarray(losses)
+        self.n_oracle_calls_ = n_oracle_calls
+        return self
+
+    def predict_cost(self, Z) -> np.ndarray:
+        """Predicted costs Theta z, (T, n), for features Z (T, d)."""
+        self._check_fitted()
+        Z = check_features(Z)
+        if Z.shape[1] != self.n_features_in_:
+            raise ValueError(f"Z has {Z.shape[1]} features; SPOPlus was fitted with {self.n_features_in_}")
+        return Z @ self.coef_.T
+
+
+BASELINES = {cls.name: cls for cls in (OLS, Ridge, RandomForest, SPOPlus, PolyKernelRidge, RbfKernelRidge)}

@@ -1,0 +1,172 @@
+"""Hyperparameter tuning as in the paper's appendix: a validation quarter, mean relative loss.
+
+For every cell of a parameter grid (a dict of lists, scikit-learn's ParameterGrid), the
+model is fitted on the training part, decides on the validation part, and is scored by
+the mean relative loss (`mom_pipeline.metrics`); the best cell (ties: first in grid
+order) is refitted on ALL the samples.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import ParameterGrid
+
+from ..lp import StandardFormLP
+from ..metrics import per_sample_metrics
+from .base import CostModel, check_features
+
+#: Regularization constants 1e-6 .. 1e2 (paper, appendix).
+LAMBDA_GRID = np.logspace(-6, 2, 9)
+#: Step sizes 1e-3 .. 1e1 (paper, appendix).
+STEP_GRID = np.logspace(-3, 1, 5)
+#: Projection radii as multiples of a reference norm, 0.8 .. 2.0 (paper, appendix).
+RADIUS_FACTORS = np.linspace(0.8, 2.0, 7)
+#: Kernel degrees and scales gamma of the kernel methods (paper, appendix).
+KERNEL_DEGREES = [1, 2, 3, 4]
+KERNEL_GAMMAS = [0.1, 0.5, 1, 2, 3, 4, 5]
+
+ON_ERROR = ("raise", "nan")
+
+
+@dataclass(frozen=True, eq=False)
+class TuningResult:
+    """best_params: the chosen grid cell; scores: one row per cell in grid order (the
+    parameters, mean_relative_loss on the validation part, exact_rate, fit_seconds, error);
+    best_model: refitted with best_params on all samples; train_idx / val_idx: the split."""
+
+    best_params: dict
+    scores: pd.DataFrame
+    best_model: CostModel
+    train_idx: np.ndarray
+    val_idx: np.ndarray
+
+
+def validation_split(n_samples: int, fraction: float = 0.25, random_state=0) -> tuple[np.ndarray, np.ndarray]:
+    """A random split into (train_idx, val_idx), sorted, with round(fraction * T) validation
+    samples (at least 1, leaving at least 1 for training)."""
+    n_samples = int(n_samples)
+    if n_samples < 2:
+        raise ValueError(f"a validation split needs at least 2 samples; got {n_samples}")
+    if not 0 < fraction < 1:
+        raise ValueError(f"fraction must be in (0, 1); got {fraction}")
+    n_val = min(max(1, int(round(fraction * n_samples))), n_samples - 1)
+    order = np.random.default_rng(random_state).permutation(n_samples)
+    return np.sort(order[n_val:]), np.sort(order[:n_val])
+
+
+def _fit(model: CostModel, Z, X_star, lp: StandardFormLP, basis, C) -> CostModel:
+    # Inverse-LP methods never see the true costs, even though the scoring needs them.
+    costs = C if model.needs_costs else None
+    return model.fit(Z, X_star, lp=lp, basis=basis, C=costs)
+
+
+def grid_search(make_model: Callable[..., CostModel], grid: dict[str, list], Z, X_star, lp: StandardFormLP, C,
+                basis=None, problem: str = "shortest_path", fraction: float = 0.25, random_state=0,
+                progress: bool = False, on_error: str = "raise") -> TuningResult:
+    """Choose hyperparameters by mean validation relative loss, then refit on all samples.
+
+    Args:
+        make_model: builds a model from keyword parameters (e.g. the class ``Ridge``).
+        grid: parameter name -> list of values (cells in scikit-learn ParameterGrid order:
+            keys sorted, the last key varying fastest); ``{}`` is the single default cell.
+        Z: (T, d) features; X_star: (T, n) optimal solutions of the true costs, or None to
+            solve them once from C; lp: the T LPs (shared or per sample); C: (T, n) true
+            costs (needed for scoring, and given to fit only when ``model.needs_costs``);
+        basis: None or (T, m) observed optimal bases, split like the samples.
+        problem: "shortest_path" or "knapsack" (selects the relative loss).
+        fraction, random_state: the validation split (`validation_split`).
+        progress: a tqdm progress bar over the cells.
+        on_error: "raise" (default) or "nan": a cell whose fit or decision raises gets a NaN
+            score and its error message in the table, and is never chosen.
+    """
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {ON_ERROR}; got {on_error!r}")
+    if C is None:
+        raise ValueError("grid_search scores cells by relative loss, which needs the true costs C")
+    Z = check_features(Z)
+    T = Z.shape[0]
+    C = np.asarray(C, dtype=float)
+    if C.shape != (T, lp.n):
+        raise ValueError(f"C must be ({T}, {lp.n}); got shape {C.shape}")
+    X_star = lp.solve(C).x if X_star is None else np.asarray(X_star, dtype=float)
+    if basis is not None:
+        basis = np.asarray(basis)
+        if basis.shape[0] != T:
+            raise ValueError(f"basis has {basis.shape[0]} rows but Z has {T} samples")
+
+    train_idx, val_idx = validation_split(T, fraction, random_state)
+    lp_train, lp_val = lp.subset(train_idx), lp.subset(val_idx)
+    basis_train = None if basis is None else basis[train_idx]
+    cells = list(ParameterGrid(grid))
+    iterator = cells
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(cells, desc=getattr(make_model, "__name__", "grid"), leave=False)
+
+    rows = []
+    for params in iterator:
+        started = time.perf_counter()
+        row = dict(params, mean_relative_loss=np.nan, exact_rate=np.nan, error=None)
+        try:
+            model = _fit(make_model(**params), Z[train_idx], X_star[train_idx], lp_train, basis_train, C[train_idx])
+            decisions = model.decide(Z[val_idx], lp_val).x
+            metrics = per_sample_metrics(C[val_idx], decisions, X_star[val_idx], problem)
+            row.update(mean_relative_loss=metrics["relative_loss"].mean(), exact_rate=metrics["exact"].mean())
+        except Exception as exc:  # noqa: BLE001 - recorded per cell when on_error="nan"
+            if on_error == "raise":
+                raise
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        row["fit_seconds"] = time.perf_counter() - started
+        rows.append(row)
+    scores = pd.DataFrame(rows)
+
+    values = scores["mean_relative_loss"].to_numpy(dtype=float)
+    if np.isnan(values).all():
+        raise ValueError(f"no grid cell could be scored; errors: {scores['error'].dropna().tolist()[:3]}")
+    best = int(np.nanargmin(values))  # the first minimum: ties go to the earlier cell
+    # Plain Python scalars (np.logspace grids give numpy floats) so the choice serializes cleanly.
+    best_params = {key: value.item() if isinstance(value, np.generic) else value for key, value in cells[best].items()}
+    best_model = _fit(make_model(**best_params), Z, X_star, lp, basis, C)
+    return TuningResult(best_params=best_params, scores=scores, best_model=best_model,
+                        train_idx=train_idx, val_idx=val_idx)
+
+
+def radius_grid(V_or_norm, factors=RADIUS_FACTORS) -> np.ndarray:
+    """Projection radii factors * ||V||_F: the paper's ORACLE choice.
+
+    The paper tunes the radius of MOM-OGD's projection over 0.8 .. 2.0 times the Frobenius
+    norm of the ground-truth coefficient matrix V, a quantity no learner observes. Pass V
+    (any shape) or its norm directly (a scalar).
+    """
+    value = np.asarray(V_or_norm, dtype=float)
+    norm = float(value) if value.ndim == 0 else float(np.linalg.norm(value))
+    if not np.isfinite(norm) or norm <= 0:
+        raise ValueError(f"the reference norm must be positive and finite; got {norm}")
+    return np.asarray(factors, dtype=float) * norm
+
+
+def data_driven_radius_grid(make_reference: Callable[[], CostModel], Z, X_star=None, *, lp: StandardFormLP,
+                            basis=None, C=None, factors=RADIUS_FACTORS) -> np.ndarray:
+    """Projection radii factors * ||Theta_ref||_F from a reference model fitted on the data.
+
+    A learner-side replacement of `radius_grid`'s oracle ||V||_F: fit the unconstrained
+    model of the same scale convention (for MOM-OGD, offline MOM with a small lam, whose
+    Theta is scaled by the margin 1 like MOM-OGD's iterates; ||V||_F is on the scale of the
+    cost generator, which a margin-based method does not share) on the training samples,
+    and scale the norm of its ``coef_`` (n, d) by the same factors.
+
+    Args:
+        make_reference: builds the unfitted reference model (e.g. ``lambda: MOM(lam=1e-4)``);
+            it must expose ``coef_`` after fit. It gets C only if it ``needs_costs``.
+        Z, X_star, lp, basis, C: the training data, as for ``fit``.
+    """
+    reference = _fit(make_reference(), Z, X_star, lp, basis, C)
+    if not hasattr(reference, "coef_"):
+        raise ValueError(f"{type(reference).__name__} has no linear coef_ to take a norm of")
+    return radius_grid(reference.coef_, factors)

@@ -1,0 +1,147 @@
+"""Tuning: validation split, grid search against a by-hand validation loop, radius grids."""
+
+from typing import ClassVar
+
+import numpy as np
+import pytest
+
+from mom_pipeline.methods.base import CostModel, check_features
+from mom_pipeline.methods.baselines import OLS, Ridge
+from mom_pipeline.methods.tuning import (
+    LAMBDA_GRID,
+    RADIUS_FACTORS,
+    STEP_GRID,
+    data_driven_radius_grid,
+    grid_search,
+    radius_grid,
+    validation_split,
+)
+from mom_pipeline.metrics import per_sample_metrics
+from mom_pipeline.problems import generate_knapsack, generate_shortest_path
+
+
+class SignedOLS(CostModel):
+    """OLS times a sign: +1 decides like OLS, -1 picks the worst decision for OLS's costs.
+    Records what each fit received (class-level log) to check the data the search passes."""
+
+    needs_costs: ClassVar[bool] = True
+    name: ClassVar[str] = "SignedOLS"
+    log: ClassVar[list] = []
+
+    def __init__(self, sign: float = 1.0, fail: bool = False):
+        self.sign = sign
+        self.fail = fail
+
+    def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None):
+        if self.fail:
+            raise RuntimeError("solver failure")
+        SignedOLS.log.append(dict(n=len(Z), basis=None if basis is None else basis.copy(), C=C))
+        self.coef_ = self.sign * OLS().fit(Z, C=C).coef_
+        return self
+
+    def predict_cost(self, Z):
+        return check_features(Z) @ self.coef_.T
+
+
+class InverseOnly(SignedOLS):
+    """A model that does not need the costs: grid_search must not hand them over."""
+
+    needs_costs: ClassVar[bool] = False
+
+    def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None):
+        assert C is None
+        self.coef_ = self.sign * np.linalg.lstsq(Z, X_star, rcond=None)[0].T
+        return self
+
+
+@pytest.fixture(scope="module")
+def trial():
+    return generate_shortest_path(80, 0, degree=2, eps_bar=0.3, eta_bar=0.3, seed=11)
+
+
+def test_validation_split_is_a_seeded_partition():
+    train, val = validation_split(100, 0.25, random_state=3)
+    assert len(val) == 25 and len(train) == 75
+    np.testing.assert_array_equal(np.sort(np.concatenate([train, val])), np.arange(100))
+    again = validation_split(100, 0.25, random_state=3)
+    np.testing.assert_array_equal(val, again[1])
+    assert not np.array_equal(val, validation_split(100, 0.25, random_state=4)[1])
+    assert [len(part) for part in validation_split(2, 0.01)] == [1, 1]
+    with pytest.raises(ValueError):
+        validation_split(1)
+
+
+def test_grid_search_picks_the_clear_best_cell_and_refits_on_all_samples(trial):
+    Z, C = trial.train.Z, trial.train.C
+    basis = trial.lp.solve(C).basis
+    SignedOLS.log.clear()
+    result = grid_search(SignedOLS, {"sign": [-1.0, 1.0, -2.0]}, Z, None, trial.lp, C, basis=basis,
+                         problem="shortest_path", random_state=5)
+    assert result.best_params == {"sign": 1.0}
+    scores = result.scores["mean_relative_loss"].to_numpy()
+    assert scores[1] < 0.5 * min(scores[0], scores[2])
+    assert result.scores["sign"].tolist() == [-1.0, 1.0, -2.0]
+    # Three cell fits on the 60 training samples with the matching bases, then one refit on all 80.
+    assert [entry["n"] for entry in SignedOLS.log] == [60, 60, 60, 80]
+    for entry in SignedOLS.log[:3]:
+        np.testing.assert_array_equal(entry["basis"], basis[result.train_idx])
+    np.testing.assert_array_equal(SignedOLS.log[3]["basis"], basis)
+    np.testing.assert_allclose(result.best_model.coef_, OLS().fit(Z, C=C).coef_)
+
+
+def test_grid_search_scores_equal_a_by_hand_validation_loop(trial):
+    Z, C, lp = trial.train.Z, trial.train.C, trial.lp
+    X_star = lp.solve(C).x
+    lams = [1e-2, 1e2, 1e4]
+    result = grid_search(Ridge, {"lam": lams}, Z, X_star, lp, C, problem="shortest_path", random_state=1)
+    train, val = validation_split(len(Z), 0.25, random_state=1)
+    by_hand = []
+    for lam in lams:
+        decisions = Ridge(lam=lam).fit(Z[train], C=C[train]).decide(Z[val], lp).x
+        by_hand.append(per_sample_metrics(C[val], decisions, X_star[val], "shortest_path")["relative_loss"].mean())
+    np.testing.assert_allclose(result.scores["mean_relative_loss"], by_hand, rtol=1e-12)
+    assert result.best_params == {"lam": lams[int(np.argmin(by_hand))]}
+    np.testing.assert_allclose(result.best_model.coef_, Ridge(lam=result.best_params["lam"]).fit(Z, C=C).coef_)
+
+
+def test_ties_go_to_the_first_cell_and_runs_are_deterministic(trial):
+    Z, C = trial.train.Z, trial.train.C
+    # Positive rescalings of the same costs give identical decisions: a tie.
+    first = grid_search(SignedOLS, {"sign": [3.0, 1.0]}, Z, None, trial.lp, C, random_state=2, progress=True)
+    again = grid_search(SignedOLS, {"sign": [3.0, 1.0]}, Z, None, trial.lp, C, random_state=2)
+    assert first.scores["mean_relative_loss"].nunique() == 1
+    assert first.best_params == {"sign": 3.0}
+    np.testing.assert_array_equal(first.val_idx, again.val_idx)
+    np.testing.assert_array_equal(first.scores["mean_relative_loss"], again.scores["mean_relative_loss"])
+
+
+def test_costs_are_withheld_from_inverse_methods_and_failures_can_be_recorded():
+    knapsack = generate_knapsack(40, 1, degree=1, seed=0)
+    Z, C = knapsack.train.Z, knapsack.train.C
+    result = grid_search(InverseOnly, {"sign": [1.0]}, Z, None, knapsack.lp, C, problem="knapsack")
+    assert np.isfinite(result.scores["mean_relative_loss"]).all()
+    recorded = grid_search(SignedOLS, {"fail": [True, False]}, Z, None, knapsack.lp, C, problem="knapsack",
+                           on_error="nan")
+    assert recorded.best_params == {"fail": False}
+    assert "solver failure" in recorded.scores.loc[0, "error"]
+    with pytest.raises(RuntimeError, match="solver failure"):
+        grid_search(SignedOLS, {"fail": [True]}, Z, None, knapsack.lp, C, problem="knapsack")
+
+
+def test_radius_grids():
+    V = np.array([[3.0, 0.0], [0.0, 4.0]])
+    np.testing.assert_allclose(radius_grid(V), RADIUS_FACTORS * 5.0)
+    np.testing.assert_allclose(radius_grid(5.0, factors=[1.0, 2.0]), [5.0, 10.0])
+    np.testing.assert_allclose(RADIUS_FACTORS, [0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0])
+    with pytest.raises(ValueError):
+        radius_grid(np.zeros((2, 2)))
+    trial = generate_shortest_path(30, 0, degree=1, seed=0)
+    grid = data_driven_radius_grid(OLS, trial.train.Z, lp=trial.lp, C=trial.train.C)
+    norm = np.linalg.norm(OLS().fit(trial.train.Z, C=trial.train.C).coef_)
+    np.testing.assert_allclose(grid, RADIUS_FACTORS * norm)
+
+
+def test_paper_grids():
+    np.testing.assert_allclose(LAMBDA_GRID[[0, -1]], [1e-6, 1e2])
+    assert len(LAMBDA_GRID) == 9 and len(STEP_GRID) == 5
+    np.testing.assert_allclose(STEP_GRID[[0, -1]], [1e-3, 1e1])

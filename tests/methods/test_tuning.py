@@ -16,6 +16,7 @@ from mom_pipeline.methods.tuning import (
     radius_grid,
     validation_split,
 )
+from mom_pipeline.lp import StandardFormLP
 from mom_pipeline.metrics import per_sample_metrics
 from mom_pipeline.problems import generate_knapsack, generate_shortest_path
 
@@ -93,7 +94,7 @@ def test_grid_search_scores_equal_a_by_hand_validation_loop(trial):
     Z, C, lp = trial.train.Z, trial.train.C, trial.lp
     X_star = lp.solve(C).x
     lams = [1e-2, 1e2, 1e4]
-    result = grid_search(Ridge, {"lam": lams}, Z, X_star, lp, C, problem="shortest_path", random_state=1)
+    result = grid_search(Ridge, {"lam": lams}, Z, X_star, lp, C, None, "shortest_path", random_state=1)
     train, val = validation_split(len(Z), 0.25, random_state=1)
     by_hand = []
     for lam in lams:
@@ -107,8 +108,10 @@ def test_grid_search_scores_equal_a_by_hand_validation_loop(trial):
 def test_ties_go_to_the_first_cell_and_runs_are_deterministic(trial):
     Z, C = trial.train.Z, trial.train.C
     # Positive rescalings of the same costs give identical decisions: a tie.
-    first = grid_search(SignedOLS, {"sign": [3.0, 1.0]}, Z, None, trial.lp, C, random_state=2, progress=True)
-    again = grid_search(SignedOLS, {"sign": [3.0, 1.0]}, Z, None, trial.lp, C, random_state=2)
+    first = grid_search(SignedOLS, {"sign": [3.0, 1.0]}, Z, None, trial.lp, C, None, "shortest_path",
+                        random_state=2, progress=True)
+    again = grid_search(SignedOLS, {"sign": [3.0, 1.0]}, Z, None, trial.lp, C, None, "shortest_path",
+                        random_state=2)
     assert first.scores["mean_relative_loss"].nunique() == 1
     assert first.best_params == {"sign": 3.0}
     np.testing.assert_array_equal(first.val_idx, again.val_idx)
@@ -118,14 +121,14 @@ def test_ties_go_to_the_first_cell_and_runs_are_deterministic(trial):
 def test_costs_are_withheld_from_inverse_methods_and_failures_can_be_recorded():
     knapsack = generate_knapsack(40, 1, degree=1, seed=0)
     Z, C = knapsack.train.Z, knapsack.train.C
-    result = grid_search(InverseOnly, {"sign": [1.0]}, Z, None, knapsack.lp, C, problem="knapsack")
+    result = grid_search(InverseOnly, {"sign": [1.0]}, Z, None, knapsack.lp, C, None, "knapsack")
     assert np.isfinite(result.scores["mean_relative_loss"]).all()
-    recorded = grid_search(SignedOLS, {"fail": [True, False]}, Z, None, knapsack.lp, C, problem="knapsack",
+    recorded = grid_search(SignedOLS, {"fail": [True, False]}, Z, None, knapsack.lp, C, None, "knapsack",
                            on_error="nan")
     assert recorded.best_params == {"fail": False}
     assert "solver failure" in recorded.scores.loc[0, "error"]
     with pytest.raises(RuntimeError, match="solver failure"):
-        grid_search(SignedOLS, {"fail": [True]}, Z, None, knapsack.lp, C, problem="knapsack")
+        grid_search(SignedOLS, {"fail": [True]}, Z, None, knapsack.lp, C, None, "knapsack")
 
 
 def test_radius_grids():
@@ -145,3 +148,22 @@ def test_paper_grids():
     np.testing.assert_allclose(LAMBDA_GRID[[0, -1]], [1e-6, 1e2])
     assert len(LAMBDA_GRID) == 9 and len(STEP_GRID) == 5
     np.testing.assert_allclose(STEP_GRID[[0, -1]], [1e-3, 1e1])
+
+
+def test_per_sample_constraints_are_split_with_the_samples():
+    knapsack = generate_knapsack(24, 1, degree=1, eta_bar=0.2, seed=4)
+    T = len(knapsack.train)
+    # Per-sample copies of the constraints with sample-specific budgets: (T, m, n) and (T, m).
+    A = np.repeat(knapsack.lp.A[None], T, axis=0)
+    b = np.repeat(knapsack.lp.b[None], T, axis=0) * np.linspace(0.8, 1.0, T)[:, None]
+    b[:, 1:] = 1.0  # keep x <= 1
+    lp = StandardFormLP(A=A, b=b)
+    C = knapsack.train.C
+    X_star = lp.solve(C).x
+    result = grid_search(Ridge, {"lam": [1e-3, 1e3]}, knapsack.train.Z, X_star, lp, C, None, "knapsack")
+    val = result.val_idx
+    decisions = Ridge(lam=1e-3).fit(knapsack.train.Z[result.train_idx], C=C[result.train_idx]).decide(
+        knapsack.train.Z[val], lp.subset(val)).x
+    expected = per_sample_metrics(C[val], decisions, X_star[val], "knapsack")["relative_loss"].mean()
+    assert result.scores.loc[0, "mean_relative_loss"] == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    assert result.best_model.coef_.shape == (lp.n, knapsack.train.Z.shape[1])

@@ -66,7 +66,7 @@ def _fit(model: CostModel, Z, X_star, lp: StandardFormLP, basis, C) -> CostModel
 
 
 def grid_search(make_model: Callable[..., CostModel], grid: dict[str, list], Z, X_star, lp: StandardFormLP, C,
-                basis=None, problem: str = "shortest_path", fraction: float = 0.25, random_state=0,
+                basis, problem: str, fraction: float = 0.25, random_state=0,
                 progress: bool = False, on_error: str = "raise") -> TuningResult:
     """Choose hyperparameters by mean validation relative loss, then refit on all samples.
 
@@ -78,7 +78,8 @@ def grid_search(make_model: Callable[..., CostModel], grid: dict[str, list], Z, 
             solve them once from C; lp: the T LPs (shared or per sample); C: (T, n) true
             costs (needed for scoring, and given to fit only when ``model.needs_costs``);
         basis: None or (T, m) observed optimal bases, split like the samples.
-        problem: "shortest_path" or "knapsack" (selects the relative loss).
+        problem: "shortest_path" or "knapsack" (selects the relative loss; no default, so a
+            knapsack is never scored by the shortest-path ratio by accident).
         fraction, random_state: the validation split (`validation_split`).
         progress: a tqdm progress bar over the cells.
         on_error: "raise" (default) or "nan": a cell whose fit or decision raises gets a NaN

@@ -11,12 +11,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
-from .batch import as_lp_batch
 from .errors import LPInputError
 from .highs import LPSolution
+
+
+def _check_costs(C, n: int) -> np.ndarray:
+    """C as a finite (T, n) float array (the oracles' constraints are valid by construction)."""
+    C = np.asarray(C, dtype=float)
+    if C.ndim == 1:
+        C = C[None, :]
+    if C.ndim != 2 or C.shape[1] != n or C.shape[0] == 0:
+        raise LPInputError(f"C must be (T, {n}) with T >= 1; got shape {C.shape}")
+    bad = np.flatnonzero(~np.isfinite(C).all(axis=1))
+    if bad.size:
+        raise LPInputError(f"C has a non-finite entry in sample {bad[0]}")
+    return C
 
 
 @dataclass(frozen=True)
@@ -41,7 +54,7 @@ class GridShortestPath:
     def n_nodes(self) -> int:
         return self.height * self.width
 
-    @property
+    @cached_property
     def arcs(self) -> np.ndarray:
         """(n, 2) array of (tail, head) node pairs in column order."""
         h, w = self.height, self.width
@@ -60,6 +73,18 @@ class GridShortestPath:
     def n_edges(self) -> int:
         return len(self.arcs)
 
+    @cached_property
+    def _incoming(self) -> tuple[np.ndarray, np.ndarray]:
+        """For every node, the index of its incoming west edge and south edge (-1 if none)."""
+        into_west = np.full(self.n_nodes, -1)
+        into_south = np.full(self.n_nodes, -1)
+        for e, (tail, head) in enumerate(self.arcs):
+            if head == tail + 1:
+                into_west[head] = e
+            else:
+                into_south[head] = e
+        return into_west, into_south
+
     def constraints(self) -> tuple[np.ndarray, np.ndarray]:
         """(A, b) of the standard-form LP, A: (h*w - 1, n), b: (h*w - 1,)."""
         arcs = self.arcs
@@ -72,20 +97,11 @@ class GridShortestPath:
 
     def solve(self, C) -> LPSolution:
         """Solve every sample by DP; C is (T, n). Returns x, objective and basis."""
-        A, b = self.constraints()
-        batch = as_lp_batch(A, b, C)
-        C = batch.C
-        T = batch.n_samples
+        C = _check_costs(C, self.n_edges)
+        T = C.shape[0]
         arcs = self.arcs
         w = self.width
-        # For every node: the index of its incoming west edge and south edge (-1 if none).
-        into_west = np.full(self.n_nodes, -1)
-        into_south = np.full(self.n_nodes, -1)
-        for e, (tail, head) in enumerate(arcs):
-            if head == tail + 1:
-                into_west[head] = e
-            else:
-                into_south[head] = e
+        into_west, into_south = self._incoming
         dist = np.zeros((T, self.n_nodes))
         pred = np.full((T, self.n_nodes), -1, dtype=np.int64)
         rows = np.arange(T)
@@ -152,10 +168,9 @@ class FractionalKnapsack:
 
     def solve(self, C) -> LPSolution:
         """Solve every sample by the ratio greedy; C is (T, 2k + 1)."""
-        A, b = self.constraints()
-        batch = as_lp_batch(A, b, C)
-        C = batch.C
-        T, k = batch.n_samples, self.n_items
+        k = self.n_items
+        C = _check_costs(C, 2 * k + 1)
+        T = C.shape[0]
         p = np.asarray(self.prices)
         budget = self.budget
         # Eliminate the slacks: s1 = B - p'x and s2 = 1 - x give item costs c_x - c_s1 p - c_s2.

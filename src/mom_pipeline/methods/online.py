@@ -1,0 +1,450 @@
+"""Online algorithms of the paper: online MOM (Algorithm 2), the optimality-driven perceptron
+(Algorithm 3), follow-the-regularized-leader MOM (Algorithm 4), and the suboptimality-loss
+online gradient descent of the inverse-optimization literature (Barmann et al. 2018, Chen and
+Kilinc-Karzan 2020; the paper's section "Discussions"), which suffers from scale inconsistency.
+
+Every class processes the T training samples in the given order, one pass:
+
+* at step t it predicts c_hat_t = Theta_t z_t and plays x_t, an optimal vertex of the LP with
+  c_hat_t (BEFORE the update), then updates Theta_t -> Theta_{t+1} from sample t;
+* it trains from the observed optimal solutions X* (and their bases) alone; the true costs C,
+  when given to `fit`, are only used to report the regret of the played decisions.
+
+State after `fit` (shapes with T samples, n variables, d features):
+
+* ``coef_`` (n, d): the Theta used by `predict_cost`: the last iterate Theta_{T+1}, or the
+  average of Theta_1..Theta_{T+1} when ``use_average=True``;
+* ``final_coef_`` (n, d) = Theta_{T+1}; ``averaged_coef_`` (n, d) = mean of Theta_1..Theta_{T+1}
+  (the paper's bounds hold for an iterate drawn uniformly from that set; the average is its
+  deterministic stand-in, exact for the convex hinge loss by Jensen);
+* ``coef_path_norms_`` (T + 1,): ||Theta_t||_F for t = 1..T+1;
+* ``decisions_`` (T, n): the x_t played; ``mistakes_`` (T,): cumulative count of steps with
+  x_t != x*_t;
+* ``regret_`` (T,): c_t'(x_t - x*_t) (NaN without C), ``cumulative_regret_`` (T,);
+  ``relative_regret_`` (T,): the regret divided by a per-sample scale (``regret_scale`` in fit:
+  "l2" = ||c_t||_2, the paper's knapsack metric and the default; "objective" = |c_t'x*_t|, the
+  paper's shortest-path metric), ``cumulative_relative_regret_`` (T,): the paper's "cumulative
+  regret" (cumulative sum of the per-step relative loss, figure 5).
+
+The same classes serve as offline baselines: MOM-OGD in figures 1-3 is `OnlineMOM` run once
+over the training set, then `predict_cost` with the final (or averaged) Theta.
+
+Where the Theta path does not depend on the played decisions (online MOM, perceptron, FTRL:
+their updates use only x*_t's basis), the T LPs are solved after the pass in ONE batched call
+(`lp.solve` on the (T, n) predicted costs), which gives exactly the per-step decisions of the
+algorithm. The suboptimality OGD uses x_t in its update and solves one LP per step.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..lp import LPSolution, StandardFormLP, reduced_cost_operator
+from .base import CostModel, check_features, resolve_lp
+
+STEP_SCHEDULES = ("constant", "decreasing")
+REGRET_SCALES = ("l2", "objective")
+INITS = ("zero", "random")
+# Two vertices are the same decision when they agree to this tolerance (relative to max(1, |x*|)).
+SAME_DECISION_TOL = 1e-7
+
+
+def step_sizes(step_size: float, schedule: str, n_steps: int) -> np.ndarray:
+    """(n_steps,) step sizes: "constant" eta / sqrt(T) (the released code, and the choice of
+    Proposition 4.5 which needs the horizon T), "decreasing" eta / sqrt(t) for t = 1..T
+    (anytime, no horizon needed)."""
+    if schedule not in STEP_SCHEDULES:
+        raise ValueError(f"step_schedule must be one of {STEP_SCHEDULES}; got {schedule!r}")
+    if not (np.isfinite(step_size) and step_size > 0):
+        raise ValueError(f"step_size must be a positive number; got {step_size!r}")
+    if schedule == "constant":
+        return np.full(n_steps, step_size / np.sqrt(n_steps))
+    return step_size / np.sqrt(np.arange(1, n_steps + 1))
+
+
+def project_frobenius(theta: np.ndarray, radius: float | None) -> np.ndarray:
+    """Euclidean projection of theta onto the ball {||Theta||_F <= radius} (None: no projection)."""
+    if radius is None:
+        return theta
+    norm = np.linalg.norm(theta)
+    return theta * (radius / norm) if norm > radius else theta
+
+
+def hinge_loss(M_t: np.ndarray, z: np.ndarray, theta: np.ndarray) -> float:
+    """MOM's margin violation of one sample, l(Theta) = sum_k max(0, 1 - (M_t Theta z)_k).
+
+    M_t: (n - m, n) reduced-cost operator of x*_t's basis; z: (d,); theta: (n, d)."""
+    return float(np.maximum(0.0, 1.0 - M_t @ (theta @ z)).sum())
+
+
+def hinge_subgradient(M_t: np.ndarray, z: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """A subgradient (n, d) of `hinge_loss` at theta: -sum over violated rows k of M_t[k]' z'.
+
+    Rows with margin exactly 1 (kinks) contribute 0, a valid element of the subdifferential."""
+    violated = M_t @ (theta @ z) < 1.0
+    return -np.outer(M_t[violated].sum(axis=0), z)
+
+
+class _OnlinePass(CostModel):
+    """Shared input handling and bookkeeping of the online algorithms (not a method itself)."""
+
+    needs_costs: ClassVar[bool] = False
+
+    def _prepare(self, Z, X_star, A, b, lp, basis, C):
+        """Validated (Z, X*, lp, basis, M, C) with M (T, n - m, n) built in one batched call."""
+        lp = resolve_lp(A, b, lp)
+        Z = check_features(Z)
+        T = Z.shape[0]
+        if X_star is None:
+            raise ValueError(f"{type(self).__name__} trains from the observed optimal solutions: pass X_star (T, n)")
+        X_star = np.asarray(X_star, dtype=float)
+        if X_star.shape != (T, lp.n):
+            raise ValueError(f"X_star must be ({T}, {lp.n}); got shape {X_star.shape}")
+        if lp.A.ndim == 3 and lp.A.shape[0] != T:
+            raise ValueError(f"the LP has {lp.A.shape[0]} per-sample constraint sets but Z has {T} samples")
+        basis = lp.basis_from_solution(X_star) if basis is None else np.asarray(basis, dtype=np.int64)
+        if basis.shape != (T, lp.m):
+            raise ValueError(f"basis must be ({T}, {lp.m}); got shape {basis.shape}")
+        M, _ = reduced_cost_operator(lp.A, basis)
+        if C is not None:
+            C = self._require_costs(C, T, lp.n)
+        return Z, X_star, lp, basis, M, C
+
+    def _progress(self, n_steps: int):
+        return tqdm(range(n_steps), desc=type(self).__name__, disable=not getattr(self, "progress", False))
+
+    def _record(self, C_hat: np.ndarray, norms: np.ndarray, final: np.ndarray, average: np.ndarray,
+                decisions: np.ndarray | None, X_star: np.ndarray, lp: StandardFormLP, C: np.ndarray | None,
+                regret_scale: str) -> None:
+        """Store the learned state; solve the T LPs in one batch when `decisions` is None.
+
+        C_hat: (T, n) predicted costs Theta_t z_t; norms: (T + 1,); final, average: (n, d)."""
+        if regret_scale not in REGRET_SCALES:
+            raise ValueError(f"regret_scale must be one of {REGRET_SCALES}; got {regret_scale!r}")
+        if decisions is None:
+            decisions = lp.solve(C_hat).x
+        self.predicted_costs_ = C_hat
+        self.decisions_ = decisions
+        scale = np.maximum(1.0, np.abs(X_star).max(axis=1))
+        wrong = np.abs(decisions - X_star).max(axis=1) > SAME_DECISION_TOL * scale
+        self.mistakes_ = np.cumsum(wrong)
+        self.coef_path_norms_ = norms
+        self.final_coef_ = final
+        self.averaged_coef_ = average
+        self.coef_ = average if getattr(self, "use_average", False) else final
+        T = X_star.shape[0]
+        if C is None:
+            self.regret_ = np.full(T, np.nan)
+            self.relative_regret_ = np.full(T, np.nan)
+        else:
+            self.regret_ = np.einsum("tn,tn->t", C, decisions - X_star)
+            if regret_scale == "l2":
+                denominator = np.linalg.norm(C, axis=1)
+            else:
+                denominator = np.abs(np.einsum("tn,tn->t", C, X_star))
+            # A zero scale (c_t = 0 or c_t'x*_t = 0) has zero regret too: report 0, not NaN.
+            self.relative_regret_ = np.divide(self.regret_, denominator, out=np.zeros(T), where=denominator > 0)
+        self.cumulative_regret_ = np.cumsum(self.regret_)
+        self.cumulative_relative_regret_ = np.cumsum(self.relative_regret_)
+
+    def predict_cost(self, Z) -> np.ndarray:
+        """Predicted costs Z @ coef_.T, (T, n)."""
+        self._check_fitted()
+        Z = check_features(Z)
+        if Z.shape[1] != self.coef_.shape[1]:
+            raise ValueError(f"Z has {Z.shape[1]} features but the model was fitted with {self.coef_.shape[1]}")
+        return Z @ self.coef_.T
+
+
+class OnlineMOM(_OnlinePass):
+    """Online MOM, the paper's Algorithm 2 (projected online subgradient descent on the hinge
+    loss l(Theta) = sum_k max(0, 1 - (M_t Theta z_t)_k)); also the offline baseline MOM-OGD.
+
+    Theta_1 = 0; Theta_{t+1} = Proj_K(Theta_t - eta_t g_t), g_t = `hinge_subgradient`,
+    K = {||Theta||_F <= radius} (radius None: no projection).
+
+    Args:
+        step_size: eta.
+        radius: the radius of K (the paper tunes it in [0.8, 2.0] ||V||_F); None = R^{n x d}.
+        step_schedule: "constant" (default) eta / sqrt(T) as in Proposition 4.5 and the released
+            code (the pass has a known horizon, the training set size); "decreasing" eta / sqrt(t).
+        use_average: predict with the mean of Theta_1..Theta_{T+1} instead of the last iterate.
+        progress: show a tqdm progress bar.
+    """
+
+    name: ClassVar[str] = "MOM-OGD"
+
+    def __init__(self, step_size: float = 0.1, radius: float | None = None, step_schedule: str = "constant",
+                 use_average: bool = False, progress: bool = False):
+        self.step_size = step_size
+        self.radius = radius
+        self.step_schedule = step_schedule
+        self.use_average = use_average
+        self.progress = progress
+
+    def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None, regret_scale: str = "l2"):
+        Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C)
+        T, d = Z.shape
+        if self.radius is not None and not self.radius > 0:
+            raise ValueError(f"radius must be positive or None; got {self.radius!r}")
+        etas = step_sizes(self.step_size, self.step_schedule, T)
+        theta = np.zeros((lp.n, d))
+        total = theta.copy()
+        C_hat = np.empty((T, lp.n))
+        norms = np.empty(T + 1)
+        norms[0] = 0.0
+        for t in self._progress(T):
+            z = Z[t]
+            C_hat[t] = theta @ z
+            violated = M[t] @ C_hat[t] < 1.0
+            # theta - eta * subgradient, the subgradient being -sum_violated M_t[k]' z'.
+            theta = project_frobenius(theta + etas[t] * np.outer(M[t][violated].sum(axis=0), z), self.radius)
+            total += theta
+            norms[t + 1] = np.linalg.norm(theta)
+        # total holds Theta_2..Theta_{T+1}; Theta_1 = 0 adds nothing to the sum.
+        self._record(C_hat, norms, theta, total / (T + 1), None, X_star, lp, C, regret_scale)
+        return self
+
+
+class Perceptron(_OnlinePass):
+    """The optimality-driven perceptron, the paper's Algorithm 3 (separable data).
+
+    Theta_1 = 0. At step t, for each non-basic column i of x*_t's basis in increasing order, with
+    the temporary Theta (already updated for the previous i of the same step): if the reduced
+    cost r_i = (M_t Theta z_t)_k <= threshold, then row i of Theta += z_t' and the rows of the
+    basic set -= (A_B^{-1} A_{:,i}) z_t' -- together Theta += M_t[k]' z_t', a step along minus
+    the hinge subgradient of that single row. (The paper prints "A_B^{-1} A_t z_t", whose shapes
+    do not match; this is the reading that does.)
+
+    Exact and sequential over i, but cheap: an update of row k changes every reduced cost by
+    (M_t M_t')[:, k] ||z_t||^2, so the inner loop is over scalars.
+
+    Args:
+        threshold: the margin below which a row is updated (1/2 in the paper).
+        use_average: predict with the mean of Theta_1..Theta_{T+1}.
+        progress: show a tqdm progress bar.
+    """
+
+    name: ClassVar[str] = "Perceptron"
+
+    def __init__(self, threshold: float = 0.5, use_average: bool = False, progress: bool = False):
+        self.threshold = threshold
+        self.use_average = use_average
+        self.progress = progress
+
+    def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None, regret_scale: str = "l2"):
+        Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C)
+        T, d = Z.shape
+        theta = np.zeros((lp.n, d))
+        total = theta.copy()
+        C_hat = np.empty((T, lp.n))
+        norms = np.empty(T + 1)
+        norms[0] = 0.0
+        n_updates = np.zeros(T, dtype=np.int64)
+        for t in self._progress(T):
+            z = Z[t]
+            M_t = M[t]
+            C_hat[t] = theta @ z
+            reduced = M_t @ C_hat[t]
+            coupling = (M_t @ M_t.T) * (z @ z)
+            updated = np.zeros(M_t.shape[0])
+            # Rows of M_t follow the sorted non-basic indices: the algorithm's loop over i.
+            for k in range(M_t.shape[0]):
+                if reduced[k] <= self.threshold:
+                    updated[k] = 1.0
+                    reduced += coupling[:, k]
+            if updated.any():
+                theta = theta + np.outer(updated @ M_t, z)
+                n_updates[t] = int(updated.sum())
+            total += theta
+            norms[t + 1] = np.linalg.norm(theta)
+        self.n_updates_ = n_updates
+        self._record(C_hat, norms, theta, total / (T + 1), None, X_star, lp, C, regret_scale)
+        return self
+
+
+class SuboptimalityOGD(_OnlinePass):
+    """Online gradient descent on the suboptimality loss l_sub(Theta) = <Theta, (x*_t - x_t) z_t'>
+    (Barmann et al. 2018; Chen and Kilinc-Karzan 2020), the paper's foil in "Discussions":
+    Theta_{t+1} = Proj_K(Theta_t - eta_t (x*_t - x_t) z_t'), x_t optimal for Theta_t z_t.
+
+    Since <Theta_t, (x*_t - x_t) z_t'> = c_hat_t'(x*_t - x_t) >= 0, every step shrinks ||Theta||
+    to first order: with K containing 0 the iterates collapse towards 0 (scale inconsistency) and
+    the regret grows linearly. ``coef_path_norms_`` shows the collapse.
+
+    Args:
+        step_size, radius, step_schedule: as in `OnlineMOM`.
+        init: "random" (default): Theta_1 Gaussian with ||Theta_1||_F = init_scale, drawn with
+            `random_state` in the subspace A Theta = 0 (shared A; see `_initial_theta`), so
+            that the collapse from a non-trivial start is visible; "zero":
+            Theta_1 = 0 as in the MOM algorithms (then c_hat_1 = 0, every feasible vertex is
+            optimal and the LP oracle's deterministic choice decides the first step).
+        init_scale: ||Theta_1||_F with init="random".
+        random_state: seed of the random initialization.
+        use_average, progress: as in `OnlineMOM`.
+    """
+
+    name: ClassVar[str] = "Suboptimality-OGD"
+
+    def __init__(self, step_size: float = 0.1, radius: float | None = None, step_schedule: str = "constant",
+                 init: str = "random", init_scale: float = 1.0, random_state=0, use_average: bool = False,
+                 progress: bool = False):
+        self.step_size = step_size
+        self.radius = radius
+        self.step_schedule = step_schedule
+        self.init = init
+        self.init_scale = init_scale
+        self.random_state = random_state
+        self.use_average = use_average
+        self.progress = progress
+
+    def _initial_theta(self, lp: StandardFormLP, d: int) -> np.ndarray:
+        """Theta_1 (n, d); a random one is drawn in the decision-relevant subspace A Theta = 0.
+
+        Costs A'y change no decision (c'x = y'b on the feasible set) and no update touches them
+        (x*_t - x_t lies in null(A)), so a random component in range(A') would stay forever
+        and hide the collapse of the part that matters. Per-sample A: no such projection."""
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {INITS}; got {self.init!r}")
+        if self.init == "zero":
+            return np.zeros((lp.n, d))
+        if not self.init_scale > 0:
+            raise ValueError(f"init_scale must be positive; got {self.init_scale!r}")
+        theta = np.random.default_rng(self.random_state).standard_normal((lp.n, d))
+        if lp.A.ndim == 2:
+            theta = theta - lp.A.T @ np.linalg.lstsq(lp.A.T, theta, rcond=None)[0]
+        return theta * (self.init_scale / np.linalg.norm(theta))
+
+    def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None, regret_scale: str = "l2"):
+        # The bases are not used by the update, but _prepare validates them like everywhere else.
+        Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C)
+        T, d = Z.shape
+        etas = step_sizes(self.step_size, self.step_schedule, T)
+        theta = project_frobenius(self._initial_theta(lp, d), self.radius)
+        total = theta.copy()
+        C_hat = np.empty((T, lp.n))
+        decisions = np.empty((T, lp.n))
+        norms = np.empty(T + 1)
+        norms[0] = np.linalg.norm(theta)
+        for t in self._progress(T):
+            z = Z[t]
+            C_hat[t] = theta @ z
+            # One LP per step: the update needs x_t (lp.subset is lp itself for shared constraints).
+            decisions[t] = lp.subset([t]).solve(C_hat[t][None]).x[0]
+            theta = project_frobenius(theta - etas[t] * np.outer(X_star[t] - decisions[t], z), self.radius)
+            total += theta
+            norms[t + 1] = np.linalg.norm(theta)
+        self._record(C_hat, norms, theta, total / (T + 1), decisions, X_star, lp, C, regret_scale)
+        return self
+
+
+class FTRLMOM(_OnlinePass):
+    """Follow-the-regularized-leader MOM, the paper's Algorithm 4.
+
+    Theta_1 = 0; after playing x_t, Theta_{t+1} = the MOM optimum (problem (3)) on samples 1..t
+    with lam_t = 1/sqrt(t) (capped at ``max_lambda`` when given).
+
+    Exactness: with ``refit_every=1`` every Theta_{t+1} is the MOM optimum on samples 1..t (up to
+    the solver's tolerance), i.e. exact FTRL. Even when Theta_t already satisfies the new sample
+    with margin >= 1, the optimum moves (lam_t and the 1/t weight both change), so no refit is
+    skipped as "unchanged"; instead each refit is warm-started from Theta_t, which makes it cheap
+    (the working-set solver of `mom.solve_hinge_qp` then usually needs one or two restricted QPs).
+    With ``refit_every=k > 1`` (the released code's speed-up) the first ``dense_steps`` steps refit
+    every time and later steps only when t is a multiple of k, and at the last step; in between
+    Theta stays at the last optimum (a stale leader: an approximation of Algorithm 4).
+
+    Args:
+        refit_every: re-solve every k steps after the first ``dense_steps``.
+        dense_steps: the number of initial steps that always refit.
+        warm_start: start each refit from the previous Theta ("fast" solver only).
+        solver: "fast" (exact working-set method, `mom.solve_hinge_qp`) or "cvxpy" (the MOM
+            estimator's cvxpy reference, from scratch each refit; slow, for checks).
+        max_lambda: cap on lam_t = 1/sqrt(t) (None: no cap).
+        radius: the radius of K = {||Theta||_F <= radius}; None = R^{n x d}.
+        warm_band: with a warm start, rows whose margin under Theta_t is within this of 1 start in
+            the solver's working set. It changes the speed, not the result (the solver's
+            termination test is exact): at the previous optimum the rows on the margin are exactly
+            at 1, so a thin band suffices (0.02: 1000 knapsack steps in about 4 s; the solver's
+            default 0.5 takes about 90 s).
+        use_average, progress: as in `OnlineMOM`.
+    After fit, besides the common state: ``refit_steps_`` (1-based t whose update re-solved),
+    ``lambdas_`` (T,) lam_t, ``solve_info_`` (list of the solver's info dicts, "fast" only).
+    """
+
+    name: ClassVar[str] = "MOM-FTRL"
+
+    def __init__(self, refit_every: int = 1, dense_steps: int = 100, warm_start: bool = True, solver: str = "fast",
+                 max_lambda: float | None = None, radius: float | None = None, warm_band: float = 0.02,
+                 use_average: bool = False, progress: bool = False):
+        self.refit_every = refit_every
+        self.dense_steps = dense_steps
+        self.warm_start = warm_start
+        self.solver = solver
+        self.max_lambda = max_lambda
+        self.radius = radius
+        self.warm_band = warm_band
+        self.use_average = use_average
+        self.progress = progress
+
+    def _check(self) -> None:
+        if int(self.refit_every) != self.refit_every or self.refit_every < 1:
+            raise ValueError(f"refit_every must be a positive integer; got {self.refit_every!r}")
+        if int(self.dense_steps) != self.dense_steps or self.dense_steps < 0:
+            raise ValueError(f"dense_steps must be a non-negative integer; got {self.dense_steps!r}")
+        if self.solver not in ("fast", "cvxpy"):
+            raise ValueError(f"solver must be 'fast' or 'cvxpy'; got {self.solver!r}")
+        if self.max_lambda is not None and not self.max_lambda > 0:
+            raise ValueError(f"max_lambda must be positive or None; got {self.max_lambda!r}")
+        if not self.warm_band > 0:
+            raise ValueError(f"warm_band must be positive; got {self.warm_band!r}")
+
+    def lambdas(self, n_steps: int) -> np.ndarray:
+        """(n_steps,) lam_t = 1/sqrt(t), t = 1..T, capped at max_lambda."""
+        lam = 1.0 / np.sqrt(np.arange(1, n_steps + 1))
+        return lam if self.max_lambda is None else np.minimum(lam, self.max_lambda)
+
+    def _refits(self, n_steps: int) -> np.ndarray:
+        """(T,) bool: whether the update after step t (1-based t = index + 1) re-solves."""
+        t = np.arange(1, n_steps + 1)
+        refit = (t <= self.dense_steps) | (t % self.refit_every == 0)
+        refit[-1] = True  # coef_ is the MOM optimum on all T samples
+        return refit
+
+    def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None, regret_scale: str = "l2"):
+        self._check()
+        Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C)
+        from .mom import solve_hinge_qp  # the offline estimator's exact solver
+
+        T, d = Z.shape
+        lambdas = self.lambdas(T)
+        refits = self._refits(T)
+        theta = np.zeros((lp.n, d))
+        total = theta.copy()
+        C_hat = np.empty((T, lp.n))
+        norms = np.empty(T + 1)
+        norms[0] = 0.0
+        info = []
+        for t in self._progress(T):
+            C_hat[t] = theta @ Z[t]
+            if refits[t]:
+                if self.solver == "fast":
+                    w0 = theta.ravel() if self.warm_start and t > 0 else None
+                    theta, step_info = solve_hinge_qp(M[: t + 1], Z[: t + 1], lambdas[t], radius=self.radius, w0=w0,
+                                                      **({} if w0 is None else {"band": self.warm_band}))
+                    info.append(step_info)
+                else:
+                    from .mom import MOM
+
+                    model = MOM(lam=lambdas[t], solver="cvxpy", radius=self.radius)
+                    theta = model.fit(Z[: t + 1], X_star[: t + 1], lp=lp.subset(np.arange(t + 1)),
+                                      basis=basis[: t + 1]).coef_
+            total += theta
+            norms[t + 1] = np.linalg.norm(theta)
+        self.refit_steps_ = np.flatnonzero(refits) + 1
+        self.lambdas_ = lambdas
+        self.solve_info_ = info
+        self._record(C_hat, norms, theta, total / (T + 1), None, X_star, lp, C, regret_scale)
+        return self

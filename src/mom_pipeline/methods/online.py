@@ -88,6 +88,33 @@ def hinge_subgradient(M_t: np.ndarray, z: np.ndarray, theta: np.ndarray) -> np.n
     return -np.outer(M_t[violated].sum(axis=0), z)
 
 
+class _IteratePath:
+    """Running record of the iterates Theta_1..Theta_{T+1} of one pass: the predicted costs
+    Theta_t z_t (T, n), the norms ||Theta_t||_F (T + 1,) and their running sum (n, d)."""
+
+    def __init__(self, theta_1: np.ndarray, n_steps: int):
+        self.predicted = np.empty((n_steps, theta_1.shape[0]))
+        self.norms = np.empty(n_steps + 1)
+        self.norms[0] = np.linalg.norm(theta_1)
+        self.total = theta_1.copy()
+        self.final = theta_1
+
+    def predict(self, t: int, theta: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """Record and return c_hat_t = Theta_t z_t (t 0-based)."""
+        self.predicted[t] = theta @ z
+        return self.predicted[t]
+
+    def push(self, t: int, theta: np.ndarray) -> None:
+        """Record Theta_{t+1}, the iterate after step t (0-based)."""
+        self.total += theta
+        self.norms[t + 1] = np.linalg.norm(theta)
+        self.final = theta
+
+    @property
+    def average(self) -> np.ndarray:
+        return self.total / self.norms.size
+
+
 class _OnlinePass(CostModel):
     """Shared input handling and bookkeeping of the online algorithms (not a method itself)."""
 
@@ -116,25 +143,22 @@ class _OnlinePass(CostModel):
     def _progress(self, n_steps: int):
         return tqdm(range(n_steps), desc=type(self).__name__, disable=not getattr(self, "progress", False))
 
-    def _record(self, C_hat: np.ndarray, norms: np.ndarray, final: np.ndarray, average: np.ndarray,
-                decisions: np.ndarray | None, X_star: np.ndarray, lp: StandardFormLP, C: np.ndarray | None,
-                regret_scale: str) -> None:
-        """Store the learned state; solve the T LPs in one batch when `decisions` is None.
-
-        C_hat: (T, n) predicted costs Theta_t z_t; norms: (T + 1,); final, average: (n, d)."""
+    def _record(self, path: _IteratePath, decisions: np.ndarray | None, X_star: np.ndarray, lp: StandardFormLP,
+                C: np.ndarray | None, regret_scale: str) -> None:
+        """Store the learned state; solve the T LPs in one batch when `decisions` is None."""
         if regret_scale not in REGRET_SCALES:
             raise ValueError(f"regret_scale must be one of {REGRET_SCALES}; got {regret_scale!r}")
         if decisions is None:
-            decisions = lp.solve(C_hat).x
-        self.predicted_costs_ = C_hat
+            decisions = lp.solve(path.predicted).x
+        self.predicted_costs_ = path.predicted
         self.decisions_ = decisions
         scale = np.maximum(1.0, np.abs(X_star).max(axis=1))
         wrong = np.abs(decisions - X_star).max(axis=1) > SAME_DECISION_TOL * scale
         self.mistakes_ = np.cumsum(wrong)
-        self.coef_path_norms_ = norms
-        self.final_coef_ = final
-        self.averaged_coef_ = average
-        self.coef_ = average if getattr(self, "use_average", False) else final
+        self.coef_path_norms_ = path.norms
+        self.final_coef_ = path.final
+        self.averaged_coef_ = path.average
+        self.coef_ = path.average if getattr(self, "use_average", False) else path.final
         T = X_star.shape[0]
         if C is None:
             self.regret_ = np.full(T, np.nan)
@@ -192,20 +216,14 @@ class OnlineMOM(_OnlinePass):
             raise ValueError(f"radius must be positive or None; got {self.radius!r}")
         etas = step_sizes(self.step_size, self.step_schedule, T)
         theta = np.zeros((lp.n, d))
-        total = theta.copy()
-        C_hat = np.empty((T, lp.n))
-        norms = np.empty(T + 1)
-        norms[0] = 0.0
+        path = _IteratePath(theta, T)
         for t in self._progress(T):
             z = Z[t]
-            C_hat[t] = theta @ z
-            violated = M[t] @ C_hat[t] < 1.0
+            violated = M[t] @ path.predict(t, theta, z) < 1.0
             # theta - eta * subgradient, the subgradient being -sum_violated M_t[k]' z'.
             theta = project_frobenius(theta + etas[t] * np.outer(M[t][violated].sum(axis=0), z), self.radius)
-            total += theta
-            norms[t + 1] = np.linalg.norm(theta)
-        # total holds Theta_2..Theta_{T+1}; Theta_1 = 0 adds nothing to the sum.
-        self._record(C_hat, norms, theta, total / (T + 1), None, X_star, lp, C, regret_scale)
+            path.push(t, theta)
+        self._record(path, None, X_star, lp, C, regret_scale)
         return self
 
 
@@ -239,16 +257,12 @@ class Perceptron(_OnlinePass):
         Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C)
         T, d = Z.shape
         theta = np.zeros((lp.n, d))
-        total = theta.copy()
-        C_hat = np.empty((T, lp.n))
-        norms = np.empty(T + 1)
-        norms[0] = 0.0
+        path = _IteratePath(theta, T)
         n_updates = np.zeros(T, dtype=np.int64)
         for t in self._progress(T):
             z = Z[t]
             M_t = M[t]
-            C_hat[t] = theta @ z
-            reduced = M_t @ C_hat[t]
+            reduced = M_t @ path.predict(t, theta, z)
             coupling = (M_t @ M_t.T) * (z @ z)
             updated = np.zeros(M_t.shape[0])
             # Rows of M_t follow the sorted non-basic indices: the algorithm's loop over i.
@@ -259,10 +273,9 @@ class Perceptron(_OnlinePass):
             if updated.any():
                 theta = theta + np.outer(updated @ M_t, z)
                 n_updates[t] = int(updated.sum())
-            total += theta
-            norms[t + 1] = np.linalg.norm(theta)
+            path.push(t, theta)
         self.n_updates_ = n_updates
-        self._record(C_hat, norms, theta, total / (T + 1), None, X_star, lp, C, regret_scale)
+        self._record(path, None, X_star, lp, C, regret_scale)
         return self
 
 
@@ -324,20 +337,15 @@ class SuboptimalityOGD(_OnlinePass):
         T, d = Z.shape
         etas = step_sizes(self.step_size, self.step_schedule, T)
         theta = project_frobenius(self._initial_theta(lp, d), self.radius)
-        total = theta.copy()
-        C_hat = np.empty((T, lp.n))
+        path = _IteratePath(theta, T)
         decisions = np.empty((T, lp.n))
-        norms = np.empty(T + 1)
-        norms[0] = np.linalg.norm(theta)
         for t in self._progress(T):
             z = Z[t]
-            C_hat[t] = theta @ z
             # One LP per step: the update needs x_t (lp.subset is lp itself for shared constraints).
-            decisions[t] = lp.subset([t]).solve(C_hat[t][None]).x[0]
+            decisions[t] = lp.subset([t]).solve(path.predict(t, theta, z)[None]).x[0]
             theta = project_frobenius(theta - etas[t] * np.outer(X_star[t] - decisions[t], z), self.radius)
-            total += theta
-            norms[t + 1] = np.linalg.norm(theta)
-        self._record(C_hat, norms, theta, total / (T + 1), decisions, X_star, lp, C, regret_scale)
+            path.push(t, theta)
+        self._record(path, decisions, X_star, lp, C, regret_scale)
         return self
 
 
@@ -422,13 +430,10 @@ class FTRLMOM(_OnlinePass):
         lambdas = self.lambdas(T)
         refits = self._refits(T)
         theta = np.zeros((lp.n, d))
-        total = theta.copy()
-        C_hat = np.empty((T, lp.n))
-        norms = np.empty(T + 1)
-        norms[0] = 0.0
+        path = _IteratePath(theta, T)
         info = []
         for t in self._progress(T):
-            C_hat[t] = theta @ Z[t]
+            path.predict(t, theta, Z[t])
             if refits[t]:
                 if self.solver == "fast":
                     w0 = theta.ravel() if self.warm_start and t > 0 else None
@@ -441,10 +446,9 @@ class FTRLMOM(_OnlinePass):
                     model = MOM(lam=lambdas[t], solver="cvxpy", radius=self.radius)
                     theta = model.fit(Z[: t + 1], X_star[: t + 1], lp=lp.subset(np.arange(t + 1)),
                                       basis=basis[: t + 1]).coef_
-            total += theta
-            norms[t + 1] = np.linalg.norm(theta)
+            path.push(t, theta)
         self.refit_steps_ = np.flatnonzero(refits) + 1
         self.lambdas_ = lambdas
         self.solve_info_ = info
-        self._record(C_hat, norms, theta, total / (T + 1), None, X_star, lp, C, regret_scale)
+        self._record(path, None, X_star, lp, C, regret_scale)
         return self

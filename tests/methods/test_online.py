@@ -1,0 +1,317 @@
+"""Online methods against finite differences, a literal Algorithm 3, cvxpy (problem (3)), HiGHS,
+and the paper's claims on separable / inseparable knapsack data."""
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from mom_pipeline.lp import reduced_cost_operator, solve_lp_batch
+from mom_pipeline.methods.online import (
+    FTRLMOM,
+    OnlineMOM,
+    Perceptron,
+    SuboptimalityOGD,
+    hinge_loss,
+    hinge_subgradient,
+    step_sizes,
+)
+from mom_pipeline.problems import generate_knapsack, generate_shortest_path
+
+
+def _observed(trial, n=None):
+    """(Z, C, X*, basis, M) of the first n training samples."""
+    Z, C = trial.train.Z[:n], trial.train.C[:n]
+    X = trial.lp.solve(C).x
+    basis = trial.lp.basis_from_solution(X)
+    M, _ = reduced_cost_operator(trial.lp.A, basis)
+    return Z, C, X, basis, M
+
+
+@pytest.fixture(scope="module")
+def separable():
+    """c = Theta* z exactly (figure 5's online setting)."""
+    return generate_knapsack(400, 0, degree=1, prices="uniform", seed=11)
+
+
+@pytest.fixture(scope="module")
+def inseparable():
+    """Heavy multiplicative and additive noise: no Theta explains the observed x*."""
+    return generate_knapsack(1000, 0, degree=1, eps_bar=1.0, eta_bar=10.0, prices="uniform", seed=3)
+
+
+def _theta_star(trial):
+    """The ground truth in standard form: c = Theta* z with Theta* = (-V; 0)."""
+    V = trial.V
+    return np.vstack([-V, np.zeros((trial.lp.n - V.shape[0], V.shape[1]))])
+
+
+# ----------------------------------------------------------------------------- online MOM
+
+
+def test_hinge_subgradient_matches_finite_differences(separable):
+    Z, _, _, _, M = _observed(separable, 5)
+    rng = np.random.default_rng(0)
+    for t in range(5):
+        # A random Theta is off the kinks almost surely: there the subgradient is the gradient.
+        theta = rng.normal(scale=3.0, size=(M.shape[2], Z.shape[1]))
+        h = 1e-6
+        numeric = np.zeros_like(theta)
+        for index in np.ndindex(theta.shape):
+            step = np.zeros_like(theta)
+            step[index] = h
+            numeric[index] = (hinge_loss(M[t], Z[t], theta + step) - hinge_loss(M[t], Z[t], theta - step)) / (2 * h)
+        np.testing.assert_allclose(hinge_subgradient(M[t], Z[t], theta), numeric, atol=1e-6)
+        # Subgradient inequality at far-away points (convexity, any kink).
+        g = hinge_subgradient(M[t], Z[t], theta)
+        for _ in range(20):
+            other = rng.normal(scale=3.0, size=theta.shape)
+            assert hinge_loss(M[t], Z[t], other) >= hinge_loss(M[t], Z[t], theta) + np.sum(g * (other - theta)) - 1e-9
+
+
+def test_hinge_loss_matches_cvxpy_slacks(separable):
+    """l(Theta) = min ||s||_1 s.t. M Theta z >= 1 - s, s >= 0 (the paper's definition)."""
+    Z, _, _, _, M = _observed(separable, 3)
+    theta = np.random.default_rng(1).normal(size=(M.shape[2], Z.shape[1]))
+    for t in range(3):
+        s = cp.Variable(M.shape[1])
+        problem = cp.Problem(cp.Minimize(cp.sum(s)), [M[t] @ (theta @ Z[t]) >= 1 - s, s >= 0])
+        problem.solve()
+        assert hinge_loss(M[t], Z[t], theta) == pytest.approx(problem.value, abs=1e-6)
+
+
+@pytest.mark.parametrize("schedule", ["constant", "decreasing"])
+def test_online_mom_iterates_follow_algorithm_2(separable, schedule):
+    """Replay Algorithm 2 with finite-difference gradients and an explicit projection."""
+    Z, C, X, basis, M = _observed(separable, 12)
+    radius = 1.5
+    model = OnlineMOM(step_size=2.0, radius=radius, step_schedule=schedule).fit(Z, X, lp=separable.lp, basis=basis)
+    T = Z.shape[0]
+    eta = 2.0 / np.sqrt(T) * np.ones(T) if schedule == "constant" else 2.0 / np.sqrt(np.arange(1, T + 1))
+    theta = np.zeros((M.shape[2], Z.shape[1]))
+    norms = [0.0]
+    for t in range(T):
+        np.testing.assert_allclose(model.predicted_costs_[t], theta @ Z[t], atol=1e-6)
+        # The hinge is linear in the direction of its own gradient away from kinks: the
+        # directional finite difference along each coordinate gives the gradient.
+        grad = np.zeros_like(theta)
+        for index in np.ndindex(theta.shape):
+            e = np.zeros_like(theta)
+            e[index] = 1e-7
+            grad[index] = (hinge_loss(M[t], Z[t], theta + e) - hinge_loss(M[t], Z[t], theta)) / 1e-7
+        theta = theta - eta[t] * grad
+        if np.linalg.norm(theta) > radius:
+            theta = theta / np.linalg.norm(theta) * radius
+        norms.append(np.linalg.norm(theta))
+    np.testing.assert_allclose(model.final_coef_, theta, atol=1e-5)
+    np.testing.assert_allclose(model.coef_path_norms_, norms, atol=1e-5)
+    assert np.all(model.coef_path_norms_ <= radius + 1e-12)
+    assert np.isclose(model.coef_path_norms_.max(), radius)  # the projection was active
+
+
+def test_online_mom_regret_decreases_on_separable_data(separable):
+    Z, C, X, basis, _ = _observed(separable)
+    model = OnlineMOM(step_size=10.0).fit(Z, X, lp=separable.lp, basis=basis, C=C)
+    T = Z.shape[0]
+    first, last = model.regret_[: T // 4].mean(), model.regret_[-T // 4:].mean()
+    assert last < 0.5 * first
+    assert np.all(model.regret_ >= -1e-9)  # x* is optimal for the true c
+    np.testing.assert_allclose(model.cumulative_regret_, np.cumsum(model.regret_))
+    np.testing.assert_allclose(model.relative_regret_, model.regret_ / np.linalg.norm(C, axis=1))
+
+
+def test_averaged_coef_and_use_average(separable):
+    Z, _, X, basis, _ = _observed(separable, 40)
+    last = OnlineMOM(step_size=1.0).fit(Z, X, lp=separable.lp, basis=basis)
+    averaged = OnlineMOM(step_size=1.0, use_average=True).fit(Z, X, lp=separable.lp, basis=basis)
+    # The iterates Theta_1..Theta_{T+1}, from prefix fits with the same per-step step size.
+    eta = step_sizes(1.0, "constant", 40)[0]
+    iterates = [np.zeros_like(last.coef_)]
+    theta = iterates[0]
+    _, _, _, _, M = _observed(separable, 40)
+    for t in range(40):
+        theta = theta - eta * hinge_subgradient(M[t], Z[t], theta)
+        iterates.append(theta)
+    np.testing.assert_allclose(last.averaged_coef_, np.mean(iterates, axis=0), atol=1e-12)
+    np.testing.assert_allclose(averaged.coef_, last.averaged_coef_)
+    np.testing.assert_allclose(last.coef_, iterates[-1], atol=1e-12)
+    np.testing.assert_allclose(averaged.predict_cost(Z[:3]), Z[:3] @ last.averaged_coef_.T)
+
+
+# ----------------------------------------------------------------------------- perceptron
+
+
+def _literal_perceptron(A, Z, basis, threshold=0.5):
+    """Algorithm 3 line by line: recompute the reduced costs from Theta_tmp for every i."""
+    m, n = A.shape
+    theta = np.zeros((n, Z.shape[1]))
+    for t in range(Z.shape[0]):
+        B = basis[t]
+        A_B_inv_A = np.linalg.solve(A[:, B], A)  # (m, n)
+        for i in range(n):
+            if i in B:
+                continue
+            c_hat = theta @ Z[t]
+            reduced = c_hat - c_hat[B] @ A_B_inv_A
+            if reduced[i] <= threshold:
+                theta[i] += Z[t]
+                theta[B] -= np.outer(A_B_inv_A[:, i], Z[t])
+    return theta
+
+
+def test_perceptron_matches_literal_algorithm_3(separable):
+    Z, _, X, basis, _ = _observed(separable, 60)
+    model = Perceptron().fit(Z, X, lp=separable.lp, basis=basis)
+    np.testing.assert_allclose(model.coef_, _literal_perceptron(separable.lp.A, Z, basis), atol=1e-9)
+
+
+def test_perceptron_on_shortest_path_matches_literal_algorithm_3():
+    trial = generate_shortest_path(25, 0, degree=1, seed=2)
+    Z, _, X, basis, _ = _observed(trial)
+    model = Perceptron(threshold=0.3).fit(Z, X, lp=trial.lp, basis=basis)
+    np.testing.assert_allclose(model.coef_, _literal_perceptron(trial.lp.A, Z, basis, 0.3), atol=1e-8)
+
+
+def test_perceptron_mistakes_stop_growing_and_progress_towards_theta_star(separable):
+    Z, C, X, basis, _ = _observed(separable)
+    model = Perceptron().fit(Z, X, lp=separable.lp, basis=basis, C=C)
+    T = Z.shape[0]
+    first_half = model.mistakes_[T // 2 - 1]
+    second_half = model.mistakes_[-1] - first_half
+    assert second_half < first_half
+    # Each update adds M_t[k]' z' whose inner product with Theta* is the true reduced cost of
+    # a non-basic column, >= 0: <Theta, Theta*> never decreases (the perceptron argument).
+    theta_star = _theta_star(separable)
+    np.testing.assert_allclose(Z @ theta_star.T, C, atol=1e-12)
+    progress = [np.sum(Perceptron().fit(Z[:t], X[:t], lp=separable.lp, basis=basis[:t]).coef_ * theta_star)
+                for t in range(1, 41)]
+    assert np.all(np.diff(progress) >= -1e-9)
+    assert progress[-1] > 0
+
+
+# ----------------------------------------------------------------------------- decisions
+
+
+@pytest.mark.parametrize("make", [lambda: OnlineMOM(step_size=3.0, step_schedule="decreasing"), lambda: Perceptron(),
+                                  lambda: FTRLMOM(), lambda: SuboptimalityOGD(step_size=3.0, step_schedule="decreasing")])
+def test_decisions_are_lp_optima_of_the_prediction_before_the_update(separable, make):
+    Z, C, X, basis, _ = _observed(separable, 30)
+    lp = separable.lp
+    model = make().fit(Z, X, lp=lp, basis=basis)
+    for t in (1, 7, 29):
+        # Theta_{t+1} from an independent pass on the first t samples (the passes are prefix-
+        # consistent with a per-step step size; the constant schedule depends on T).
+        theta_t = make().fit(Z[:t], X[:t], lp=lp, basis=basis[:t]).final_coef_
+        np.testing.assert_allclose(model.predicted_costs_[t], theta_t @ Z[t], atol=1e-6)
+    reference = solve_lp_batch(lp.A, lp.b, model.predicted_costs_)
+    played = np.einsum("tn,tn->t", model.predicted_costs_, model.decisions_)
+    np.testing.assert_allclose(played, reference.objective, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(model.decisions_ @ lp.A.T, np.tile(lp.b, (30, 1)), atol=1e-9)
+    assert model.decisions_.min() >= -1e-12
+    wrong = np.abs(model.decisions_ - X).max(axis=1) > 1e-7
+    np.testing.assert_array_equal(model.mistakes_, np.cumsum(wrong))
+    assert np.all(np.isnan(model.regret_))  # no C given: nothing to report
+
+
+# ----------------------------------------------------------------------------- FTRL
+
+
+def _mom_cvxpy(M, Z, lam):
+    """Problem (3) from scratch: (lam/2)||Theta||^2 + (1/t) sum ||s||_1, M_t Theta z_t >= 1 - s_t."""
+    T, K, n = M.shape
+    theta = cp.Variable((n, Z.shape[1]))
+    s = cp.Variable((T, K), nonneg=True)
+    margins = cp.hstack([M[t] @ theta @ Z[t] for t in range(T)])
+    problem = cp.Problem(cp.Minimize(lam / 2 * cp.sum_squares(theta) + cp.sum(s) / T),
+                         [margins >= 1 - cp.reshape(s, (T * K,), order="C")])
+    problem.solve(solver=cp.CLARABEL)
+    return theta.value
+
+
+def _mom_objective(theta, M, Z, lam):
+    return lam / 2 * np.sum(theta**2) + np.mean([hinge_loss(M[t], Z[t], theta) for t in range(len(Z))])
+
+
+def _assert_same_mom_optimum(theta, reference, M, Z, lam):
+    """Same objective to 1e-7 and, the objective being lam-strongly convex, Theta to about
+    sqrt(2 * gap / lam) (Clarabel's tolerances leave ~1e-5 on Theta)."""
+    assert _mom_objective(theta, M, Z, lam) == pytest.approx(_mom_objective(reference, M, Z, lam), abs=1e-7)
+    np.testing.assert_allclose(theta, reference, atol=1e-4 * max(1.0, np.abs(reference).max()))
+
+
+def test_ftrl_equals_mom_from_scratch_at_each_refit(separable):
+    Z, C, X, basis, M = _observed(separable, 40)
+    model = FTRLMOM(refit_every=5, dense_steps=10).fit(Z, X, lp=separable.lp, basis=basis, C=C)
+    np.testing.assert_array_equal(model.refit_steps_, list(range(1, 11)) + [15, 20, 25, 30, 35, 40])
+    np.testing.assert_allclose(model.lambdas_, 1 / np.sqrt(np.arange(1, 41)))
+    # Theta_{t+1}, the MOM optimum on samples 1..t, plays sample t+1 (0-based index t).
+    for t in (1, 2, 6, 10, 15):
+        reference = _mom_cvxpy(M[:t], Z[:t], 1 / np.sqrt(t))
+        played = model.predicted_costs_[t]
+        np.testing.assert_allclose(played, reference @ Z[t], atol=1e-4 * max(1.0, np.abs(reference).max()))
+    _assert_same_mom_optimum(model.coef_, _mom_cvxpy(M, Z, 1 / np.sqrt(40)), M, Z, 1 / np.sqrt(40))
+    # Between refits the leader is stale: steps 16..20 all play Theta_16 (refit after step 15);
+    # recover it from those 5 predictions (5 features, full rank) and check it is that optimum.
+    stale = np.linalg.lstsq(Z[15:20], model.predicted_costs_[15:20], rcond=None)[0].T
+    _assert_same_mom_optimum(stale, _mom_cvxpy(M[:15], Z[:15], 1 / np.sqrt(15)), M[:15], Z[:15], 1 / np.sqrt(15))
+
+
+def test_ftrl_warm_start_does_not_change_the_result(separable):
+    Z, _, X, basis, _ = _observed(separable, 30)
+    warm = FTRLMOM(warm_start=True).fit(Z, X, lp=separable.lp, basis=basis)
+    cold = FTRLMOM(warm_start=False).fit(Z, X, lp=separable.lp, basis=basis)
+    np.testing.assert_allclose(warm.predicted_costs_, cold.predicted_costs_, atol=2e-4)
+    assert sum(i["clarabel_solves"] for i in warm.solve_info_) > 0
+
+
+# ----------------------------------------------------------------------------- suboptimality OGD
+
+
+def test_suboptimality_ogd_update_shrinks_theta_to_first_order(separable):
+    """||Theta_{t+1}||^2 = ||Theta_t||^2 - 2 eta l_sub + eta^2 ||g||^2 with l_sub >= 0."""
+    Z, _, X, basis, _ = _observed(separable, 50)
+    model = SuboptimalityOGD(step_size=1.0, step_schedule="decreasing", init_scale=5.0).fit(
+        Z, X, lp=separable.lp, basis=basis)
+    eta = 1.0 / np.sqrt(np.arange(1, 51))
+    loss = np.einsum("tn,tn->t", model.predicted_costs_, X - model.decisions_)
+    assert np.all(loss >= -1e-9)  # x_t is optimal for c_hat_t
+    assert np.any(loss > 1e-3)
+    gradient_sq = np.sum((X - model.decisions_) ** 2, axis=1) * np.sum(Z**2, axis=1)
+    norms_sq = model.coef_path_norms_**2
+    np.testing.assert_allclose(norms_sq[1:], norms_sq[:-1] - 2 * eta * loss + eta**2 * gradient_sq, rtol=1e-9)
+    assert model.coef_path_norms_[0] == pytest.approx(5.0)
+    # The random start lies in {A Theta = 0}: costs A'y change no decision.
+    np.testing.assert_allclose(separable.lp.A @ model.coef_, 0, atol=1e-12)
+
+
+def test_suboptimality_ogd_collapses_on_inseparable_data(inseparable):
+    Z, C, X, basis, _ = _observed(inseparable)
+    model = SuboptimalityOGD(step_size=10.0, step_schedule="decreasing", init_scale=100.0).fit(
+        Z, X, lp=inseparable.lp, basis=basis, C=C)
+    assert model.coef_path_norms_[-1] < 0.1 * model.coef_path_norms_[0]
+    # Regret grows linearly: the last quarter loses about as much as the first.
+    T = Z.shape[0]
+    quarters = model.relative_regret_.reshape(4, T // 4).sum(axis=1)
+    assert quarters[-1] > 0.7 * quarters[0]
+    assert model.coef_path_norms_[-1] < model.coef_path_norms_[T // 2] < model.coef_path_norms_[T // 4]
+
+
+# ----------------------------------------------------------------------------- interface
+
+
+def test_bad_input_and_hyperparameters_raise_clear_errors(separable):
+    Z, C, X, basis, _ = _observed(separable, 10)
+    lp = separable.lp
+    with pytest.raises(ValueError, match="X_star"):
+        OnlineMOM().fit(Z, lp=lp)
+    with pytest.raises(ValueError, match="step_schedule"):
+        OnlineMOM(step_schedule="sometimes").fit(Z, X, lp=lp)
+    with pytest.raises(ValueError, match="init"):
+        SuboptimalityOGD(init="ones").fit(Z, X, lp=lp)
+    with pytest.raises(ValueError, match="refit_every"):
+        FTRLMOM(refit_every=0).fit(Z, X, lp=lp)
+    with pytest.raises(ValueError, match="X_star must be"):
+        Perceptron().fit(Z, X[:5], lp=lp)
+    with pytest.raises(ValueError, match="features"):
+        OnlineMOM().fit(Z, X, lp=lp).predict_cost(Z[:, :3])
+    for model in (OnlineMOM(), Perceptron(), FTRLMOM(), SuboptimalityOGD()):
+        assert model.needs_costs is False

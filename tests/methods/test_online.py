@@ -11,6 +11,7 @@ from mom_pipeline.methods.online import (
     OnlineMOM,
     Perceptron,
     SuboptimalityOGD,
+    decision_irrelevant_costs,
     hinge_loss,
     hinge_subgradient,
     step_sizes,
@@ -191,8 +192,12 @@ def test_perceptron_mistakes_stop_growing_and_progress_towards_theta_star(separa
 # ----------------------------------------------------------------------------- decisions
 
 
-@pytest.mark.parametrize("make", [lambda: OnlineMOM(step_size=3.0, step_schedule="decreasing"), lambda: Perceptron(),
-                                  lambda: FTRLMOM(), lambda: SuboptimalityOGD(step_size=3.0, step_schedule="decreasing")])
+@pytest.mark.parametrize("make", [
+    lambda: OnlineMOM(step_size=3.0, step_schedule="decreasing"),
+    lambda: Perceptron(),
+    lambda: FTRLMOM(),
+    lambda: SuboptimalityOGD(step_size=3.0, step_schedule="decreasing"),
+])
 def test_decisions_are_lp_optima_of_the_prediction_before_the_update(separable, make):
     Z, C, X, basis, _ = _observed(separable, 30)
     lp = separable.lp
@@ -279,8 +284,12 @@ def test_suboptimality_ogd_update_shrinks_theta_to_first_order(separable):
     norms_sq = model.coef_path_norms_**2
     np.testing.assert_allclose(norms_sq[1:], norms_sq[:-1] - 2 * eta * loss + eta**2 * gradient_sq, rtol=1e-9)
     assert model.coef_path_norms_[0] == pytest.approx(5.0)
-    # The random start lies in {A Theta = 0}: costs A'y change no decision.
-    np.testing.assert_allclose(separable.lp.A @ model.coef_, 0, atol=1e-12)
+    # The random start lies in {A Theta = 0}: costs A'y change no decision, and no update
+    # leaves that subspace.
+    np.testing.assert_allclose(separable.lp.A @ model.coef_, 0, atol=1e-10)
+    irrelevant = decision_irrelevant_costs(separable.lp.A)
+    assert irrelevant.shape == (separable.lp.m, separable.lp.n)
+    np.testing.assert_allclose(irrelevant @ np.linalg.pinv(separable.lp.A) @ separable.lp.A, irrelevant, atol=1e-10)
 
 
 def test_suboptimality_ogd_collapses_on_inseparable_data(inseparable):
@@ -315,3 +324,19 @@ def test_bad_input_and_hyperparameters_raise_clear_errors(separable):
         OnlineMOM().fit(Z, X, lp=lp).predict_cost(Z[:, :3])
     for model in (OnlineMOM(), Perceptron(), FTRLMOM(), SuboptimalityOGD()):
         assert model.needs_costs is False
+
+
+@pytest.mark.parametrize("make", [lambda: OnlineMOM(step_size=3.0), lambda: SuboptimalityOGD(step_size=3.0)])
+def test_per_sample_constraints_give_the_same_pass(separable, make):
+    """(T, m, n) constraints (solved by HiGHS, one LP per step for the OGD) = shared ones (oracle)."""
+    from mom_pipeline.lp import StandardFormLP
+
+    Z, C, X, basis, _ = _observed(separable, 20)
+    A, b = separable.lp.A, separable.lp.b
+    stacked = StandardFormLP(A=np.tile(A, (20, 1, 1)), b=np.tile(b, (20, 1)))
+    shared = make().fit(Z, X, lp=separable.lp, C=C)
+    per_sample = make().fit(Z, X, lp=stacked, C=C)
+    np.testing.assert_allclose(per_sample.predicted_costs_, shared.predicted_costs_, atol=1e-9)
+    # Step 1 of online MOM plays c_hat = 0: every vertex ties and HiGHS and the oracle may differ.
+    first = 1 if isinstance(shared, OnlineMOM) else 0
+    np.testing.assert_allclose(per_sample.regret_[first:], shared.regret_[first:], atol=1e-9)

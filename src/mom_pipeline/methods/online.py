@@ -15,8 +15,8 @@ State after `fit` (shapes with T samples, n variables, d features):
 * ``coef_`` (n, d): the Theta used by `predict_cost`: the last iterate Theta_{T+1}, or the
   average of Theta_1..Theta_{T+1} when ``use_average=True``;
 * ``final_coef_`` (n, d) = Theta_{T+1}; ``averaged_coef_`` (n, d) = mean of Theta_1..Theta_{T+1}
-  (the paper's bounds hold for an iterate drawn uniformly from that set; the average is its
-  deterministic stand-in, exact for the convex hinge loss by Jensen);
+  (the paper's bounds hold for an iterate drawn uniformly from that set; the hinge loss being
+  convex, Jensen's inequality carries them over to this deterministic average);
 * ``coef_path_norms_`` (T + 1,): ||Theta_t||_F for t = 1..T+1;
 * ``decisions_`` (T, n): the x_t played; ``mistakes_`` (T,): cumulative count of steps with
   x_t != x*_t;
@@ -42,7 +42,7 @@ from typing import ClassVar
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..lp import LPSolution, StandardFormLP, reduced_cost_operator
+from ..lp import StandardFormLP, reduced_cost_operator
 from .base import CostModel, check_features, resolve_lp
 
 STEP_SCHEDULES = ("constant", "decreasing")
@@ -53,9 +53,9 @@ SAME_DECISION_TOL = 1e-7
 
 
 def step_sizes(step_size: float, schedule: str, n_steps: int) -> np.ndarray:
-    """(n_steps,) step sizes: "constant" eta / sqrt(T) (the released code, and the choice of
-    Proposition 4.5 which needs the horizon T), "decreasing" eta / sqrt(t) for t = 1..T
-    (anytime, no horizon needed)."""
+    """(n_steps,) step sizes: "constant" eta / sqrt(T) (the released code, and the choice of the
+    paper's online proposition (prop:sgd), which needs the horizon T), "decreasing" eta / sqrt(t)
+    for t = 1..T (anytime, no horizon needed)."""
     if schedule not in STEP_SCHEDULES:
         raise ValueError(f"step_schedule must be one of {STEP_SCHEDULES}; got {schedule!r}")
     if not (np.isfinite(step_size) and step_size > 0):
@@ -86,6 +86,21 @@ def hinge_subgradient(M_t: np.ndarray, z: np.ndarray, theta: np.ndarray) -> np.n
     Rows with margin exactly 1 (kinks) contribute 0, a valid element of the subdifferential."""
     violated = M_t @ (theta @ z) < 1.0
     return -np.outer(M_t[violated].sum(axis=0), z)
+
+
+def decision_irrelevant_costs(A) -> np.ndarray:
+    """An orthonormal basis (r, n) of the costs c in range(A_t') for every t: c'x = y_t'b_t is
+    constant on every feasible set, so such costs change no decision of any LP in the family.
+
+    A: (m, n) shared (the result spans range(A')) or (T, m, n) per sample (the intersection)."""
+    A = np.asarray(A, dtype=float)
+    stack = A[None] if A.ndim == 2 else A
+    n = stack.shape[-1]
+    # c is in every range(A_t') iff every null-space projector I - A_t^+ A_t annihilates it:
+    # the right singular vectors of the stacked (T n, n) projectors with singular value 0.
+    null_projectors = np.eye(n) - np.linalg.pinv(stack) @ stack
+    _, singular, vt = np.linalg.svd(null_projectors.reshape(-1, n), full_matrices=False)
+    return vt[singular <= 1e-9 * max(1.0, singular.max())]
 
 
 class _IteratePath:
@@ -193,8 +208,9 @@ class OnlineMOM(_OnlinePass):
     Args:
         step_size: eta.
         radius: the radius of K (the paper tunes it in [0.8, 2.0] ||V||_F); None = R^{n x d}.
-        step_schedule: "constant" (default) eta / sqrt(T) as in Proposition 4.5 and the released
-            code (the pass has a known horizon, the training set size); "decreasing" eta / sqrt(t).
+        step_schedule: "constant" (default) eta / sqrt(T), the choice of the paper's guarantee
+            and of the released code (one pass has a known horizon, the number of samples);
+            "decreasing" eta / sqrt(t).
         use_average: predict with the mean of Theta_1..Theta_{T+1} instead of the last iterate.
         progress: show a tqdm progress bar.
     """
@@ -291,7 +307,7 @@ class SuboptimalityOGD(_OnlinePass):
     Args:
         step_size, radius, step_schedule: as in `OnlineMOM`.
         init: "random" (default): Theta_1 Gaussian with ||Theta_1||_F = init_scale, drawn with
-            `random_state` in the subspace A Theta = 0 (shared A; see `_initial_theta`), so
+            `random_state` orthogonal to the decision-irrelevant costs (see `_initial_theta`), so
             that the collapse from a non-trivial start is visible; "zero":
             Theta_1 = 0 as in the MOM algorithms (then c_hat_1 = 0, every feasible vertex is
             optimal and the LP oracle's deterministic choice decides the first step).
@@ -315,11 +331,10 @@ class SuboptimalityOGD(_OnlinePass):
         self.progress = progress
 
     def _initial_theta(self, lp: StandardFormLP, d: int) -> np.ndarray:
-        """Theta_1 (n, d); a random one is drawn in the decision-relevant subspace A Theta = 0.
-
-        Costs A'y change no decision (c'x = y'b on the feasible set) and no update touches them
-        (x*_t - x_t lies in null(A)), so a random component in range(A') would stay forever
-        and hide the collapse of the part that matters. Per-sample A: no such projection."""
+        """Theta_1 (n, d); a random one is drawn orthogonal to the costs that no LP of the family
+        can tell apart (`decision_irrelevant_costs`): those change no decision and no update
+        touches them (x*_t - x_t lies in null(A_t)), so a random component there would stay
+        forever and hide the collapse of the part that matters."""
         if self.init not in INITS:
             raise ValueError(f"init must be one of {INITS}; got {self.init!r}")
         if self.init == "zero":
@@ -327,8 +342,8 @@ class SuboptimalityOGD(_OnlinePass):
         if not self.init_scale > 0:
             raise ValueError(f"init_scale must be positive; got {self.init_scale!r}")
         theta = np.random.default_rng(self.random_state).standard_normal((lp.n, d))
-        if lp.A.ndim == 2:
-            theta = theta - lp.A.T @ np.linalg.lstsq(lp.A.T, theta, rcond=None)[0]
+        irrelevant = decision_irrelevant_costs(lp.A)
+        theta = theta - irrelevant.T @ (irrelevant @ theta)
         return theta * (self.init_scale / np.linalg.norm(theta))
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None, regret_scale: str = "l2"):

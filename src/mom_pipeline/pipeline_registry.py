@@ -1,4 +1,4 @@
-"""Project pipelines: one namespaced instance of the experiment template per paper figure.
+"""Project pipelines: one namespaced instance of an experiment template per paper figure.
 
 The stage pipelines under pipelines/ are templates (they read ``params:experiment``), so
 the registry composes them explicitly rather than through ``find_pipelines()``: Kedro
@@ -10,24 +10,34 @@ from __future__ import annotations
 
 from kedro.pipeline import Pipeline
 
-from mom_pipeline.pipelines import basis_extraction, data_generation
+from mom_pipeline.pipelines import basis_extraction, data_generation, evaluation, online, reporting, training
 
 # Which paper figures each registered pipeline reproduces (NOTES.md's table).
 EXPERIMENTS = {
     "shortest_path": ["fig1", "fig2", "fig7"],
     "knapsack": ["fig3", "fig4", "fig6"],
+    "online": ["fig5"],
+    "kernelized": ["fig4", "fig6", "fig7"],
 }
+ONLINE_FIGURES = {"fig5"}
 
 
 def experiment_template() -> Pipeline:
-    """data generation -> basis extraction (-> training -> evaluation -> reporting)."""
-    return data_generation.create_pipeline() + basis_extraction.create_pipeline()
+    """data generation -> basis extraction -> training -> LP evaluation -> reporting."""
+    return (data_generation.create_pipeline() + basis_extraction.create_pipeline() + training.create_pipeline()
+            + evaluation.create_pipeline() + reporting.create_pipeline())
+
+
+def online_template() -> Pipeline:
+    """data generation -> basis extraction -> online passes -> reporting."""
+    return data_generation.create_pipeline() + basis_extraction.create_pipeline() + online.create_pipeline()
 
 
 def figure_pipeline(figure: str) -> Pipeline:
     """The template under the namespace `figure`: datasets `<figure>.<name>`, parameters
-    `params:<figure>.experiment`."""
-    return Pipeline(experiment_template(), namespace=figure)
+    `params:<figure>.experiment`; ``params:compute`` is shared by every figure."""
+    template = online_template() if figure in ONLINE_FIGURES else experiment_template()
+    return Pipeline(template, namespace=figure, parameters={"params:compute": "params:compute"})
 
 
 def register_pipelines() -> dict[str, Pipeline]:
@@ -35,5 +45,5 @@ def register_pipelines() -> dict[str, Pipeline]:
     pipelines: dict[str, Pipeline] = {
         name: sum((figures[f] for f in figs), Pipeline([])) for name, figs in EXPERIMENTS.items()
     }
-    pipelines["__default__"] = sum(pipelines.values(), Pipeline([]))
+    pipelines["__default__"] = sum(figures.values(), Pipeline([]))
     return pipelines

@@ -10,3 +10,7 @@ CONFIG_LOADER_ARGS = {
     # sizes) and keep the rest of each experiment from conf/base/.
     "merge_strategy": {"parameters": "soft", "catalog": "soft"},
 }
+
+from mom_pipeline.hooks import RunReportHooks  # noqa: E402
+
+HOOKS = (RunReportHooks(),)

@@ -1,34 +1,100 @@
-"""Integration: a KedroSession runs the registered pipelines and writes versioned data."""
+"""Integration: KedroSession runs every registered pipeline on the smoke environment
+(data generation -> bases -> training -> evaluation -> reporting), the notebook redraws a
+figure from the catalog, and kedro-viz builds."""
 
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
+import nbformat
 import pandas as pd
 import pytest
 from kedro.framework.session import KedroSession
 from kedro.framework.startup import bootstrap_project
+from nbclient import NotebookClient
+
+from mom_pipeline.pipeline_registry import EXPERIMENTS, register_pipelines
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+FIGURES = sorted({f for figs in EXPERIMENTS.values() for f in figs})
 
 
-@pytest.mark.parametrize("pipeline", ["shortest_path", "knapsack"])
-def test_session_run_writes_versioned_outputs(project_copy, pipeline):
+def _latest(folder: Path) -> Path:
+    versions = sorted(p for p in folder.iterdir() if p.is_dir())
+    assert versions, f"no version under {folder}"
+    return versions[-1] / folder.name
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    """The whole default pipeline once, on a copy of the project (smoke environment)."""
+    root = tmp_path_factory.mktemp("project")
+    shutil.copytree(PROJECT_ROOT / "conf", root / "conf", ignore=shutil.ignore_patterns("local"))
+    (root / "conf" / "local").mkdir()
+    shutil.copy(PROJECT_ROOT / "pyproject.toml", root / "pyproject.toml")
+    (root / "src").mkdir()  # the package itself is installed; bootstrap only needs the folder
     os.environ["KEDRO_DISABLE_TELEMETRY"] = "true"
-    bootstrap_project(project_copy)
-    with KedroSession.create(project_path=project_copy, env="smoke") as session:
-        session.run(pipeline_name=pipeline)
-    figures = {"shortest_path": ["fig1", "fig2", "fig7"], "knapsack": ["fig3", "fig4", "fig6"]}[pipeline]
-    for fig in figures:
-        versions = list((project_copy / "data" / "04_feature" / fig / "basis_summary.parquet").iterdir())
-        assert len(versions) == 1  # versioned: <path>/<timestamp>/<file>
-        table = pd.read_parquet(versions[0] / "basis_summary.parquet")
-        assert len(table) > 0 and table["degenerate_fraction"].between(0, 1).all()
-        assert (project_copy / "data" / "03_primary" / fig / "problem_data.pkl").is_dir()
+    bootstrap_project(root)
+    with KedroSession.create(project_path=root, env="smoke") as session:
+        session.run(pipeline_name="__default__")
+    return root
+
+
+def test_registered_pipelines():
+    pipelines = register_pipelines()
+    assert {"shortest_path", "knapsack", "online", "kernelized", "__default__"} <= set(pipelines)
+    default_namespaces = {n.namespace.split(".")[0] for n in pipelines["__default__"].nodes}
+    assert default_namespaces == set(FIGURES)
+    # readable node names: <figure>.<stage node>
+    assert "fig1.train_models" in {n.name for n in pipelines["shortest_path"].nodes}
+
+
+def test_every_figure_has_its_outputs(smoke_run):
+    for fig in FIGURES:
+        report = smoke_run / "data" / "08_reporting" / fig
+        for name in ("summary.csv", "summary.md", "figure.png", "figure.json"):
+            assert _latest(report / name).stat().st_size > 0, (fig, name)
+    evaluation = pd.read_parquet(_latest(smoke_run / "data" / "07_model_output" / "fig1" / "evaluation.parquet"))
+    for column in ("experiment", "setting", "trial", "method", "sample", "regret", "relative_loss",
+                   "optimal_value", "exact"):
+        assert column in evaluation
+    assert set(evaluation["method"]) == {"RF", "OLS", "Ridge", "SPO+", "MOM", "MOM-OGD"}
+    # every test sample of every trial and method is there: nothing dropped
+    assert len(evaluation) == 2 * 2 * 6 * 30
+    assert (evaluation["regret"] >= -1e-9).all()
+    hyper = pd.read_parquet(_latest(smoke_run / "data" / "07_model_output" / "fig1" / "hyperparameters.parquet"))
+    assert set(hyper["method"]) == set(evaluation["method"])
+    assert hyper.loc[hyper["method"] == "MOM", "params"].str.startswith("lam=").all()
+    online = pd.read_parquet(_latest(smoke_run / "data" / "07_model_output" / "fig5" / "online_steps.parquet"))
+    assert set(online["method"]) == {"Perceptron", "MOM-OGD", "MOM-FTRL", "Suboptimality-OGD"}
+    assert online.groupby(["method", "trial"]).size().eq(60).all()
+    reports = list((smoke_run / "data" / "08_reporting" / "run_reports").glob("*.md"))
+    assert reports and "Package versions" in reports[0].read_text()
+
+
+def test_notebook_redraws_a_figure(smoke_run):
+    notebook = nbformat.read(PROJECT_ROOT / "notebooks" / "redraw_figure.ipynb", as_version=4)
+    os.environ.update(MOM_PROJECT_PATH=str(smoke_run), MOM_ENV="smoke", MOM_FIGURE="fig1")
+    NotebookClient(notebook, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(smoke_run)}}).execute()
+    assert (smoke_run / "data" / "08_reporting" / "fig1" / "notebook_redraw.png").stat().st_size > 0
+
+
+def test_kedro_viz_build(smoke_run):
+    kedro = Path(sys.executable).parent / "kedro"
+    result = subprocess.run([str(kedro), "viz", "build"], cwd=smoke_run, capture_output=True, text=True,
+                            timeout=600, env={**os.environ, "KEDRO_DISABLE_TELEMETRY": "true"})
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert (smoke_run / "build" / "index.html").exists()
 
 
 def test_session_params_override(project_copy):
     bootstrap_project(project_copy)
     with KedroSession.create(project_path=project_copy, env="smoke",
-                             runtime_params={"fig7": {"experiment": {"trials": 3}}}) as session:
-        session.run(pipeline_name="shortest_path", namespaces=["fig7"])
-    (version,) = list((project_copy / "data" / "03_primary" / "fig7" / "data_summary.parquet").iterdir())
-    table = pd.read_parquet(version / "data_summary.parquet")
+                             runtime_params={"fig2": {"experiment": {"trials": 3}}}) as session:
+        session.run(pipeline_name="shortest_path", namespaces=["fig2"])
+    table = pd.read_parquet(_latest(project_copy / "data" / "03_primary" / "fig2" / "data_summary.parquet"))
     assert sorted(table["trial"]) == [0, 1, 2]
     assert not (project_copy / "data" / "03_primary" / "fig1").exists()

@@ -8,8 +8,12 @@ import sys
 from tqdm.auto import tqdm
 
 
-def progress(iterable, desc: str = "", total: int | None = None):
-    """Wrap `iterable` in a tqdm bar; MOM_PROGRESS=0 disables, =1 forces bars."""
+def progress_enabled() -> bool:
+    """Bars on a terminal; MOM_PROGRESS=0 disables them, MOM_PROGRESS=1 forces them."""
     setting = os.environ.get("MOM_PROGRESS", "")
-    disable = setting == "0" or (setting != "1" and not sys.stderr.isatty())
-    return tqdm(iterable, desc=desc, total=total, disable=disable, leave=False)
+    return setting == "1" or (setting != "0" and sys.stderr.isatty())
+
+
+def progress(iterable, desc: str = "", total: int | None = None):
+    """Wrap `iterable` in a tqdm bar when `progress_enabled()`."""
+    return tqdm(iterable, desc=desc, total=total, disable=not progress_enabled(), leave=False)

@@ -1,0 +1,56 @@
+"""LP evaluation: decisions of every fitted method on a trial's test samples, per sample."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..metrics import per_sample_metrics
+from .data import TrialData, TrialSolutions
+from .spec import ExperimentSpec
+from .train import TrainedMethod
+
+
+def evaluate_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolutions,
+                   trained: dict[str, TrainedMethod]) -> pd.DataFrame:
+    """One row per (method, test sample): regret, relative loss, optimal value, exact, ...
+
+    The test LPs are solved once with the true costs (`solutions.test`); each method's
+    decisions come from one batched solve of its predicted costs.
+    """
+    data = trial.data
+    frames = []
+    for label, tm in trained.items():
+        C_hat = tm.model.predict_cost(data.test.Z)
+        decisions = data.lp.solve(C_hat).x
+        frame = per_sample_metrics(data.test.C, decisions, solutions.test.x, spec.problem, C_hat=C_hat)
+        frame = frame.reset_index()
+        frame.insert(0, "method", label)
+        frame.insert(0, "trial", trial.trial)
+        frame.insert(0, "setting_value", float(trial.setting_value))
+        frame.insert(0, "setting", spec.sweep_param)
+        frame.insert(0, "experiment", spec.name)
+        frame["fit_seconds"] = tm.fit_seconds
+        frames.append(frame)
+    table = pd.concat(frames, ignore_index=True)
+    table["exact"] = table["exact"].astype(bool)
+    return table
+
+
+def trial_summary(evaluation: pd.DataFrame) -> pd.DataFrame:
+    """One row per (setting, trial, method): mean and median relative loss, normalized
+    regret, exact rate, fit time."""
+    keys = ["experiment", "setting", "setting_value", "trial", "method"]
+    grouped = evaluation.groupby(keys, sort=False)
+    out = grouped.agg(
+        mean_relative_loss=("relative_loss", "mean"),
+        median_relative_loss=("relative_loss", "median"),
+        mean_relative_loss_released=("relative_loss_released", "mean"),
+        sum_regret=("regret", "sum"),
+        sum_abs_optimal=("optimal_value", lambda v: np.abs(v).sum()),
+        exact_rate=("exact", "mean"),
+        fit_seconds=("fit_seconds", "first"),
+        n_test=("sample", "size"),
+    ).reset_index()
+    out["normalized_regret"] = out["sum_regret"] / out["sum_abs_optimal"]
+    return out.drop(columns=["sum_regret", "sum_abs_optimal"])

@@ -1,0 +1,27 @@
+"""Reporting nodes: thin wrappers over mom_pipeline.reporting."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from mom_pipeline.experiments import parse_spec
+from mom_pipeline.reporting import boxplot_figure, boxplot_plotly, summary_markdown, summary_table
+
+
+def _title(spec) -> str:
+    return f"Figure {spec.figure}: {spec.problem.replace('_', ' ')}, {spec.trials} trials" if spec.figure \
+        else spec.name
+
+
+def report_experiment(evaluation: pd.DataFrame, trial_summary: pd.DataFrame, experiment: dict):
+    """Summary (CSV and markdown), the box-plot figure (matplotlib) and its plotly twin."""
+    spec = parse_spec(experiment)
+    summary = summary_table(evaluation, trial_summary)
+    notes = (f"Problem: {spec.problem}; swept: {spec.sweep_param} in {list(spec.sweep_values)}; fixed: {spec.fixed}; "
+             f"{spec.trials} trials; seed {spec.seed}; bases: {spec.basis_mode}. Relative loss as the paper defines it.")
+    markdown = summary_markdown(summary, _title(spec), notes)
+    figure = boxplot_figure(trial_summary, _title(spec))
+    plotly_figure = boxplot_plotly(trial_summary, _title(spec))
+    plt.close(figure)  # the dataset saves it; keep pyplot's registry from growing
+    return summary, markdown, figure, plotly_figure

@@ -1,0 +1,89 @@
+"""Summary tables: median and interquartile range per method and setting, and more."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+KEYS = ["experiment", "setting", "setting_value", "method"]
+
+
+def _q(p):
+    def quantile(values):
+        return float(np.nanquantile(values, p)) if np.isfinite(values).any() else np.nan
+
+    quantile.__name__ = f"q{int(p * 100)}"
+    return quantile
+
+
+def summary_table(evaluation: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
+    """Per (setting, method): distribution over test samples and over trials.
+
+    Columns: median/q25/q75/mean relative loss over all test samples, median and IQR of the
+    per-trial mean relative loss (what the box plots show), the released code's shortest-path
+    quantity (labelled), normalized regret, exact-solution rate, median fit time.
+    """
+    method_order = {m: i for i, m in enumerate(dict.fromkeys(evaluation["method"]))}
+    per_sample = evaluation.groupby(KEYS, sort=False).agg(
+        n_trials=("trial", "nunique"),
+        n_samples=("relative_loss", "size"),
+        median_relative_loss=("relative_loss", "median"),
+        q25_relative_loss=("relative_loss", _q(0.25)),
+        q75_relative_loss=("relative_loss", _q(0.75)),
+        mean_relative_loss=("relative_loss", "mean"),
+        mean_relative_loss_released=("relative_loss_released", "mean"),
+        exact_rate=("exact", "mean"),
+        sum_regret=("regret", "sum"),
+        sum_abs_optimal=("optimal_value", lambda v: np.abs(v).sum()),
+    )
+    per_sample["normalized_regret"] = per_sample.pop("sum_regret") / per_sample.pop("sum_abs_optimal")
+    per_trial = trials.groupby(KEYS, sort=False).agg(
+        trial_median=("mean_relative_loss", "median"),
+        trial_q25=("mean_relative_loss", _q(0.25)),
+        trial_q75=("mean_relative_loss", _q(0.75)),
+        median_fit_seconds=("fit_seconds", "median"),
+    )
+    out = per_sample.join(per_trial).reset_index()
+    out["_order"] = out["method"].map(method_order)
+    return out.sort_values(["setting_value", "_order"]).drop(columns="_order").reset_index(drop=True)
+
+
+def summary_markdown(summary: pd.DataFrame, title: str, notes: str = "") -> str:
+    """A markdown report of `summary_table`: one table per setting value."""
+    lines = [f"# {title}", ""]
+    if notes:
+        lines += [notes, ""]
+    for value, part in summary.groupby("setting_value", sort=True):
+        setting = part["setting"].iloc[0]
+        lines += [f"## {setting} = {value:g}", "",
+                  "| method | median rel. loss [IQR] (test samples) | mean rel. loss | per-trial mean: median [IQR] "
+                  "| normalized regret | exact rate | fit s (median) |",
+                  "|---|---|---|---|---|---|---|"]
+        for _, r in part.iterrows():
+            lines.append(
+                f"| {r['method']} | {r['median_relative_loss']:.4g} [{r['q25_relative_loss']:.3g}, "
+                f"{r['q75_relative_loss']:.3g}] | {r['mean_relative_loss']:.4g} | {r['trial_median']:.4g} "
+                f"[{r['trial_q25']:.3g}, {r['trial_q75']:.3g}] | {r['normalized_regret']:.4g} | "
+                f"{r['exact_rate']:.3f} | {r['median_fit_seconds']:.3g} |")
+        lines.append("")
+    if "relative_loss_released" in summary and summary["experiment"].str.len().gt(0).all():
+        lines += ["`mean_relative_loss_released` in the CSV is the quantity the authors' released code "
+                  "computed for shortest path (regret times the sum of 1/c_j over the optimal path; "
+                  "see NOTES.md, the metric slip), kept for comparison with the published figures.", ""]
+    return "\n".join(lines)
+
+
+def online_summary(online: pd.DataFrame) -> pd.DataFrame:
+    """Per method: final cumulative regret (mean, 95% CI over trials), mistakes, final norm."""
+    last = online.sort_values("step").groupby(["experiment", "method", "trial"], sort=False).tail(1)
+    grouped = last.groupby(["experiment", "method"], sort=False)
+    out = grouped.agg(
+        n_trials=("trial", "nunique"),
+        final_cumulative_regret=("cumulative_relative_regret", "mean"),
+        final_cumulative_regret_sd=("cumulative_relative_regret", "std"),
+        final_mistakes=("mistakes", "mean"),
+        final_theta_norm=("theta_norm", "mean"),
+        seconds=("seconds", "mean"),
+    ).reset_index()
+    out["ci95_halfwidth"] = 1.96 * out.pop("final_cumulative_regret_sd") / np.sqrt(out["n_trials"])
+    return out

@@ -1,0 +1,53 @@
+"""Trials fanned out on loky and on a dask.distributed cluster give the sequential numbers."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mom_pipeline.experiments import generate_experiment, parse_spec, solve_experiment
+from mom_pipeline.experiments.compute import ComputeConfig, imap_chunks, map_trials
+from mom_pipeline.experiments.online import run_online_trial
+
+SPEC = {"name": "t", "problem": "knapsack", "sweep": {"param": "degree", "values": [1]},
+        "fixed": {"n_train": 50, "n_test": 0, "prices": "uniform"}, "trials": 3, "seed": 5,
+        "methods": {"OGD": {"estimator": "OnlineMOM", "params": {"step_size": 1.0}},
+                    "Perceptron": {"estimator": "Perceptron"}}}
+
+
+def _online_tables(config):
+    spec = parse_spec(SPEC)
+    trials = generate_experiment(spec)
+    solutions = solve_experiment(trials, "solver")
+    frames = map_trials(run_online_trial, [(spec, t, s) for t, s in zip(trials, solutions)], config)
+    return pd.concat(frames, ignore_index=True).drop(columns="seconds")
+
+
+def test_config_validation():
+    assert not ComputeConfig.from_params(None).parallel
+    with pytest.raises(ValueError, match="backend"):
+        ComputeConfig.from_params({"backend": "spark"})
+    with pytest.raises(ValueError, match="dask_address"):
+        ComputeConfig.from_params({"backend": "dask", "n_jobs": 2})
+    with pytest.raises(ValueError, match="unknown keys"):
+        ComputeConfig.from_params({"workers": 2})
+
+
+def test_imap_chunks_keeps_order():
+    config = ComputeConfig(backend="loky", n_jobs=2)
+    assert list(imap_chunks(pow, [(i, 2) for i in range(9)], config)) == [i * i for i in range(9)]
+
+
+def test_loky_equals_sequential():
+    sequential = _online_tables(ComputeConfig())
+    parallel = _online_tables(ComputeConfig(backend="loky", n_jobs=2))
+    pd.testing.assert_frame_equal(sequential, parallel)
+
+
+def test_dask_cluster_equals_sequential():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(host="127.0.0.1", n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        on_dask = _online_tables(ComputeConfig(backend="dask", n_jobs=2, dask_address=cluster.scheduler_address))
+    sequential = _online_tables(ComputeConfig())
+    pd.testing.assert_frame_equal(sequential, on_dask)
+    assert np.isfinite(on_dask["cumulative_relative_regret"]).all()

@@ -1,0 +1,30 @@
+"""The kedro CLI as users type it: the old --pipeline flag and the current --pipelines flag."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+KEDRO = str(Path(sys.executable).parent / "kedro")
+
+
+@pytest.mark.parametrize("flags", [["--pipeline=online"], ["--pipelines=online,knapsack", "--namespaces=fig5"]])
+def test_cli_run_flags(project_copy, flags):
+    result = subprocess.run([KEDRO, "run", "--env=smoke", *flags], cwd=project_copy, capture_output=True, text=True,
+                            timeout=600, env={**os.environ, "KEDRO_DISABLE_TELEMETRY": "true", "MOM_PROGRESS": "0"})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert (project_copy / "data" / "08_reporting" / "fig5" / "figure.png").is_dir()
+    assert not (project_copy / "data" / "03_primary" / "fig3").exists()  # --namespaces / pipeline selection
+
+
+def test_cli_params_override(project_copy):
+    result = subprocess.run([KEDRO, "run", "--env=smoke", "--pipeline=online", "--params", "fig5.experiment.trials=1"],
+                            cwd=project_copy, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "KEDRO_DISABLE_TELEMETRY": "true"})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    import pandas as pd
+
+    (version,) = list((project_copy / "data" / "07_model_output" / "fig5" / "online_steps.parquet").iterdir())
+    assert pd.read_parquet(version / "online_steps.parquet")["trial"].unique().tolist() == [0]

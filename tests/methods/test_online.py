@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from mom_pipeline.lp import reduced_cost_operator, solve_lp_batch
+from mom_pipeline.methods.mom import MOM
 from mom_pipeline.methods.online import (
     FTRLMOM,
     OnlineMOM,
@@ -254,6 +255,8 @@ def test_ftrl_equals_mom_from_scratch_at_each_refit(separable):
         played = model.predicted_costs_[t]
         np.testing.assert_allclose(played, reference @ Z[t], atol=1e-4 * max(1.0, np.abs(reference).max()))
     _assert_same_mom_optimum(model.coef_, _mom_cvxpy(M, Z, 1 / np.sqrt(40)), M, Z, 1 / np.sqrt(40))
+    offline = MOM(lam=1 / np.sqrt(40)).fit(Z, X, lp=separable.lp, basis=basis)
+    _assert_same_mom_optimum(model.coef_, offline.coef_, M, Z, 1 / np.sqrt(40))
     # Between refits the leader is stale: steps 16..20 all play Theta_16 (refit after step 15);
     # recover it from those 5 predictions (5 features, full rank) and check it is that optimum.
     stale = np.linalg.lstsq(Z[15:20], model.predicted_costs_[15:20], rcond=None)[0].T
@@ -266,6 +269,14 @@ def test_ftrl_warm_start_does_not_change_the_result(separable):
     cold = FTRLMOM(warm_start=False).fit(Z, X, lp=separable.lp, basis=basis)
     np.testing.assert_allclose(warm.predicted_costs_, cold.predicted_costs_, atol=2e-4)
     assert sum(i["clarabel_solves"] for i in warm.solve_info_) > 0
+
+
+def test_ftrl_fast_and_cvxpy_solvers_agree(separable):
+    Z, _, X, basis, _ = _observed(separable, 12)
+    fast = FTRLMOM(solver="fast").fit(Z, X, lp=separable.lp, basis=basis)
+    reference = FTRLMOM(solver="cvxpy").fit(Z, X, lp=separable.lp, basis=basis)
+    np.testing.assert_allclose(fast.predicted_costs_, reference.predicted_costs_, atol=2e-4)
+    assert len(reference.solve_info_) == 12
 
 
 # ----------------------------------------------------------------------------- suboptimality OGD

@@ -384,7 +384,7 @@ class FTRLMOM(_OnlinePass):
         dense_steps: the number of initial steps that always refit.
         warm_start: start each refit from the previous Theta ("fast" solver only).
         solver: "fast" (exact working-set method, `mom.solve_hinge_qp`) or "cvxpy" (the MOM
-            estimator's cvxpy reference, from scratch each refit; slow, for checks).
+            estimator's vectorized cvxpy reference, from scratch at each refit; slow, for checks).
         max_lambda: cap on lam_t = 1/sqrt(t) (None: no cap).
         radius: the radius of K = {||Theta||_F <= radius}; None = R^{n x d}.
         warm_band: with a warm start, rows whose margin under Theta_t is within this of 1 start in
@@ -394,7 +394,7 @@ class FTRLMOM(_OnlinePass):
             default 0.5 takes about 90 s).
         use_average, progress: as in `OnlineMOM`.
     After fit, besides the common state: ``refit_steps_`` (1-based t whose update re-solved),
-    ``lambdas_`` (T,) lam_t, ``solve_info_`` (list of the solver's info dicts, "fast" only).
+    ``lambdas_`` (T,) lam_t, ``solve_info_`` (list of the solver's info dicts, one per refit).
     """
 
     name: ClassVar[str] = "MOM-FTRL"
@@ -439,7 +439,7 @@ class FTRLMOM(_OnlinePass):
     def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None, regret_scale: str = "l2"):
         self._check()
         Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C)
-        from .mom import solve_hinge_qp  # the offline estimator's exact solver
+        from .mom import solve_hinge_qp, solve_mom  # the offline estimator's solvers
 
         T, d = Z.shape
         lambdas = self.lambdas(T)
@@ -454,13 +454,10 @@ class FTRLMOM(_OnlinePass):
                     w0 = theta.ravel() if self.warm_start and t > 0 else None
                     theta, step_info = solve_hinge_qp(M[: t + 1], Z[: t + 1], lambdas[t], radius=self.radius, w0=w0,
                                                       **({} if w0 is None else {"band": self.warm_band}))
-                    info.append(step_info)
                 else:
-                    from .mom import MOM
-
-                    model = MOM(lam=lambdas[t], solver="cvxpy", radius=self.radius)
-                    theta = model.fit(Z[: t + 1], X_star[: t + 1], lp=lp.subset(np.arange(t + 1)),
-                                      basis=basis[: t + 1]).coef_
+                    theta, step_info = solve_mom(M[: t + 1], Z[: t + 1], lambdas[t], radius=self.radius,
+                                                 solver="cvxpy")
+                info.append(step_info)
             path.push(t, theta)
         self.refit_steps_ = np.flatnonzero(refits) + 1
         self.lambdas_ = lambdas

@@ -331,6 +331,10 @@ def test_bad_input_and_hyperparameters_raise_clear_errors(separable):
         FTRLMOM(refit_every=0).fit(Z, X, lp=lp)
     with pytest.raises(ValueError, match="X_star must be"):
         Perceptron().fit(Z, X[:5], lp=lp)
+    with pytest.raises(ValueError, match="regret_scale"):
+        Perceptron().fit(Z, X, lp=lp, C=C, regret_scale="percent")
+    with pytest.raises(ValueError, match="radius"):
+        SuboptimalityOGD(radius=-1.0).fit(Z, X, lp=lp)
     with pytest.raises(ValueError, match="features"):
         OnlineMOM().fit(Z, X, lp=lp).predict_cost(Z[:, :3])
     for model in (OnlineMOM(), Perceptron(), FTRLMOM(), SuboptimalityOGD()):

@@ -135,8 +135,14 @@ class _OnlinePass(CostModel):
 
     needs_costs: ClassVar[bool] = False
 
-    def _prepare(self, Z, X_star, A, b, lp, basis, C):
-        """Validated (Z, X*, lp, basis, M, C) with M (T, n - m, n) built in one batched call."""
+    def _prepare(self, Z, X_star, A, b, lp, basis, C, regret_scale):
+        """Validated (Z, X*, lp, basis, M, C) with M (T, n - m, n) built in one batched call;
+        also checks the hyperparameters common to the passes, before any work."""
+        if regret_scale not in REGRET_SCALES:
+            raise ValueError(f"regret_scale must be one of {REGRET_SCALES}; got {regret_scale!r}")
+        radius = getattr(self, "radius", None)
+        if radius is not None and not (np.isfinite(radius) and radius > 0):
+            raise ValueError(f"radius must be a positive number or None; got {radius!r}")
         lp = resolve_lp(A, b, lp)
         Z = check_features(Z)
         T = Z.shape[0]
@@ -161,8 +167,6 @@ class _OnlinePass(CostModel):
     def _record(self, path: _IteratePath, decisions: np.ndarray | None, X_star: np.ndarray, lp: StandardFormLP,
                 C: np.ndarray | None, regret_scale: str) -> None:
         """Store the learned state; solve the T LPs in one batch when `decisions` is None."""
-        if regret_scale not in REGRET_SCALES:
-            raise ValueError(f"regret_scale must be one of {REGRET_SCALES}; got {regret_scale!r}")
         if decisions is None:
             decisions = lp.solve(path.predicted).x
         self.predicted_costs_ = path.predicted
@@ -173,6 +177,7 @@ class _OnlinePass(CostModel):
         self.coef_path_norms_ = path.norms
         self.final_coef_ = path.final
         self.averaged_coef_ = path.average
+        self.n_features_in_ = path.final.shape[1]
         self.coef_ = path.average if getattr(self, "use_average", False) else path.final
         T = X_star.shape[0]
         if C is None:
@@ -226,10 +231,8 @@ class OnlineMOM(_OnlinePass):
         self.progress = progress
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None, regret_scale: str = "l2"):
-        Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C)
+        Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C, regret_scale)
         T, d = Z.shape
-        if self.radius is not None and not self.radius > 0:
-            raise ValueError(f"radius must be positive or None; got {self.radius!r}")
         etas = step_sizes(self.step_size, self.step_schedule, T)
         theta = np.zeros((lp.n, d))
         path = _IteratePath(theta, T)
@@ -270,7 +273,7 @@ class Perceptron(_OnlinePass):
         self.progress = progress
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None, regret_scale: str = "l2"):
-        Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C)
+        Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C, regret_scale)
         T, d = Z.shape
         theta = np.zeros((lp.n, d))
         path = _IteratePath(theta, T)
@@ -348,7 +351,7 @@ class SuboptimalityOGD(_OnlinePass):
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None, regret_scale: str = "l2"):
         # The bases are not used by the update, but _prepare validates them like everywhere else.
-        Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C)
+        Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C, regret_scale)
         T, d = Z.shape
         etas = step_sizes(self.step_size, self.step_schedule, T)
         theta = project_frobenius(self._initial_theta(lp, d), self.radius)
@@ -438,7 +441,7 @@ class FTRLMOM(_OnlinePass):
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None, regret_scale: str = "l2"):
         self._check()
-        Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C)
+        Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C, regret_scale)
         from .mom import solve_hinge_qp, solve_mom  # the offline estimator's solvers
 
         T, d = Z.shape

@@ -5,7 +5,9 @@ from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 
 from mom_pipeline.lp import reduced_cost_operator, reduced_costs
-from mom_pipeline.pipeline_registry import figure_pipeline
+from kedro.pipeline import Pipeline
+
+from mom_pipeline.pipelines import basis_extraction, data_generation
 
 
 class KeptDataset(MemoryDataset):
@@ -19,7 +21,8 @@ def _run(figure, params):
     catalog = DataCatalog({f"params:{figure}.experiment": MemoryDataset(params[figure]["experiment"])})
     for name in ("problem_data", "solutions", "data_summary", "basis_summary"):
         catalog[f"{figure}.{name}"] = KeptDataset(copy_mode="assign")
-    SequentialRunner().run(figure_pipeline(figure), catalog)
+    stages = Pipeline(data_generation.create_pipeline() + basis_extraction.create_pipeline(), namespace=figure)
+    SequentialRunner().run(stages, catalog)
     return {name: catalog.load(f"{figure}.{name}") for name in ("problem_data", "solutions", "basis_summary")}
 
 

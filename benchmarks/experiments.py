@@ -1,0 +1,65 @@
+"""End-to-end wall time and peak memory of each paper experiment, at the paper's settings.
+
+Runs `kedro run --namespaces=<figure>` in a subprocess for each figure and samples the
+resident memory of the whole process tree (kedro plus its worker processes) every 0.2 s.
+Usage: python benchmarks/experiments.py [--env local] [--figures fig1,fig5] [--params "..."]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+PIPELINE_OF = {"fig1": "shortest_path", "fig2": "shortest_path", "fig7": "shortest_path", "fig3": "knapsack",
+               "fig4": "knapsack", "fig6": "knapsack", "fig5": "online"}
+
+
+def run_figure(figure: str, env: str, params: str | None) -> tuple[float, float, int]:
+    """(wall seconds, peak resident memory of the process tree in GB, return code)."""
+    kedro = str(Path(sys.executable).parent / "kedro")
+    command = [kedro, "run", f"--pipeline={PIPELINE_OF[figure]}", f"--namespaces={figure}", f"--env={env}"]
+    if params:
+        command += ["--params", params]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "KEDRO_DISABLE_TELEMETRY": "true", "MOM_PROGRESS": "0"})
+    root = psutil.Process(process.pid)
+    peak = 0
+    while process.poll() is None:
+        try:
+            tree = [root, *root.children(recursive=True)]
+            peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+        except psutil.Error:
+            pass
+        time.sleep(0.2)
+    _, stderr = process.communicate()
+    seconds = time.perf_counter() - started
+    if process.returncode:
+        print(stderr[-3000:], file=sys.stderr)
+    return seconds, peak / 1e9, process.returncode
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--env", default="local", help="configuration environment (local = the paper's settings)")
+    parser.add_argument("--figures", default=",".join(PIPELINE_OF), help="comma-separated figures")
+    parser.add_argument("--params", default=None, help="extra --params for kedro run")
+    args = parser.parse_args()
+    print(f"{'figure':8s} {'wall s':>9s} {'peak GB':>8s}  status")
+    total = 0.0
+    for figure in args.figures.split(","):
+        seconds, peak, code = run_figure(figure, args.env, args.params)
+        total += seconds
+        print(f"{figure:8s} {seconds:9.1f} {peak:8.2f}  {'ok' if code == 0 else f'FAILED ({code})'}", flush=True)
+    print(f"{'total':8s} {total:9.1f}")
+
+
+if __name__ == "__main__":
+    main()

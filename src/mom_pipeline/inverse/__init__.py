@@ -1,0 +1,33 @@
+"""Inverse LP on the user's own data: tables -> validated standard-form problems -> MOM.
+
+No Kedro here: the pipelines `inverse` and `prescribe` wrap these functions. The table
+layout is documented in `mom_pipeline.inverse.schema`.
+"""
+
+from .example import make_example_dataset
+from .prescription import prescribe
+from .schema import InverseInputError, InverseProblem, constraints_to_tables, write_example_tables
+from .standard_form import (
+    OriginalConstraints,
+    StandardFormError,
+    StandardFormMap,
+    to_standard_form,
+    to_standard_form_batch,
+)
+from .validation import load_inverse_problem, validate_inverse_problem
+
+__all__ = [
+    "InverseInputError",
+    "InverseProblem",
+    "OriginalConstraints",
+    "StandardFormError",
+    "StandardFormMap",
+    "constraints_to_tables",
+    "load_inverse_problem",
+    "make_example_dataset",
+    "prescribe",
+    "to_standard_form",
+    "to_standard_form_batch",
+    "validate_inverse_problem",
+    "write_example_tables",
+]

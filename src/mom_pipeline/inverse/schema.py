@@ -1,0 +1,523 @@
+"""Input tables for inverse LP on your own data: learn c_hat = Theta z from observed decisions.
+
+Each observation t has a context (features z_t), an LP over n decision variables
+x = (x_0, ..., x_{n-1}) and the decision x*_t observed as optimal for it. The costs are
+never needed. Tables are CSV or parquet files read into pandas DataFrames; every table has
+a column ``id``.
+
+**features** (required): one row per observation.
+
+    id, <feature columns...>          e.g.  id, hour_sin, hour_cos, rain_mm, weekend
+
+``id`` is unique; every other column is a numeric feature (or pick them with
+``feature_columns``). ``add_intercept=True`` appends a constant feature ``intercept`` = 1.
+
+**decisions** (required for training): one row per observation, the observed optimal
+solution in the variables of YOUR LP (not the standard form).
+
+    id, x_0, x_1, ..., x_{n-1}
+
+Columns ``x_0..x_{n-1}`` must all be present (or name them with ``decision_columns``, in
+variable order). n is the number of variables.
+
+**constraints**: the coefficients of the LP rows, one row per nonzero coefficient
+(coefficients not listed are 0).
+
+    id, kind, row, col, value
+
+``kind`` is ``ub`` for a row  sum_col value * x_col <= rhs  or ``eq`` for  = rhs; ``row``
+numbers the rows of each kind from 0; ``col`` is the variable index 0..n-1. ``id`` is ``*``
+(or empty) for rows shared by all observations, or the id of the observation they belong
+to. A table is either all shared or all per observation.
+
+**rhs**: the right-hand sides, one row per constraint row.
+
+    id, kind, row, rhs
+
+Same ``id`` convention (shared or per observation, independently of the constraints
+table: e.g. a shared matrix with per-observation right-hand sides). Every row that has a
+coefficient needs a rhs.
+
+**bounds** (optional): one row per variable whose bounds are not the default 0 <= x < inf.
+
+    id, col, lower, upper
+
+``lower`` may be ``-inf`` and ``upper`` may be ``inf`` (write them out: an empty cell is
+an error, not "no bound"). Same ``id`` convention.
+
+The standard form A x = b, x >= 0 is the special case with only ``eq`` rows and no bounds
+table. Per-observation constraints must give every observation the same number of rows
+and the same kinds of bounds (finite or infinite), so that their standard forms have one
+size. Row numbers in error messages and in the rejection report (``row``) are 0-based
+positions in the table: the line of a CSV file with a header is row + 2.
+
+Validation (`mom_pipeline.inverse.validation.validate_inverse_problem`) checks every table
+and rejects an observation, naming the file, the row and the reason, when: its id is
+missing or duplicated, or absent from another table; a value is NaN, infinite or not a
+number; an index is out of range; a rhs is missing; its decision x* is not feasible
+(relative tolerance 1e-7) or not a vertex of its LP; its constraints are inconsistent
+or convert to a standard form of another size. ``on_invalid="raise"`` stops at the first
+invalid observation; ``"report"`` drops every invalid observation and lists each in a
+rejection report (columns id, file, row, reason). A problem in a table as a whole (a
+missing column, an empty table, an invalid shared constraint) always raises.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..lp import StandardFormLP
+from .standard_form import OriginalConstraints, StandardFormMap
+
+TABLES = ("features", "decisions", "constraints", "rhs", "bounds")
+SHARED_ID = "*"
+ID = "id"
+CONSTRAINT_KINDS = ("ub", "eq")
+CONSTRAINT_COLUMNS = ("id", "kind", "row", "col", "value")
+RHS_COLUMNS = ("id", "kind", "row", "rhs")
+BOUNDS_COLUMNS = ("id", "col", "lower", "upper")
+INTERCEPT = "intercept"
+DECISION_PATTERN = re.compile(r"^x_(\d+)$")
+REJECTION_COLUMNS = ("id", "file", "row", "reason")
+
+
+class InverseInputError(ValueError):
+    """Invalid input tables; the message names the file, the row and/or id, and the reason."""
+
+    def __init__(self, file: str | None, reason: str, row: int | None = None, id: str | None = None):
+        self.file, self.row, self.id, self.reason = file, row, id, reason
+        where = [part for part in (file and f"file {file!r}", row is not None and f"row {row}",
+                                   id is not None and f"id {id!r}") if part]
+        super().__init__(f"{', '.join(where)}: {reason}" if where else reason)
+
+
+@dataclass(frozen=True, eq=False)
+class InverseProblem:
+    """Validated inverse-LP data: T observations with features, decisions and their LPs.
+
+    ids (T,) strings; Z (T, d) features named feature_names; X_orig (T, n) observed
+    decisions in the user's variables (None when no decisions were given, e.g. for
+    prescription); constraints: the user's LPs (OriginalConstraints); lp: their standard
+    form A x' = b, x' >= 0 (StandardFormLP, full row rank); X_std (T, n') the decisions in
+    standard form; std_map converts solutions (and costs) between the two forms; basis
+    (T, m') a basis of lp for every X_std (from `lp.basis_from_solution`), or None.
+    """
+
+    ids: np.ndarray
+    feature_names: tuple
+    Z: np.ndarray
+    decision_names: tuple
+    X_orig: np.ndarray | None
+    constraints: OriginalConstraints
+    lp: StandardFormLP
+    X_std: np.ndarray | None
+    std_map: StandardFormMap
+    basis: np.ndarray | None = None
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.ids)
+
+    def subset(self, index) -> "InverseProblem":
+        """The observations `index` (an integer array)."""
+        index = np.asarray(index, dtype=np.int64)
+        return InverseProblem(
+            ids=self.ids[index], feature_names=self.feature_names, Z=self.Z[index],
+            decision_names=self.decision_names,
+            X_orig=None if self.X_orig is None else self.X_orig[index],
+            constraints=self.constraints if self.constraints.shared else self.constraints.subset(index),
+            lp=self.lp.subset(index), X_std=None if self.X_std is None else self.X_std[index],
+            std_map=self.std_map.subset(index), basis=None if self.basis is None else self.basis[index],
+        )
+
+    def decisions_table(self, X_orig) -> pd.DataFrame:
+        """A decisions table (id, x_0..x_{n-1}) for decisions X_orig (T, n) of these observations."""
+        X_orig = np.asarray(X_orig, dtype=float)
+        table = pd.DataFrame(X_orig, columns=list(self.decision_names))
+        table.insert(0, ID, self.ids)
+        return table
+
+
+# --------------------------------------------------------------------------- parsing helpers
+
+
+def normalize_id(value) -> str | None:
+    """An id as a string; None when missing. Integer-valued floats (5.0 from a CSV column
+    with empty cells) become "5" so that they match the integer ids of other tables."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, (float, np.floating)):
+        if np.isnan(value):
+            return None
+        if float(value).is_integer():
+            return str(int(value))
+    text = str(value).strip()
+    return text or None
+
+
+class IssueLog:
+    """Collects the problems found in the tables, per observation id.
+
+    `reject` records a problem of one observation; `fatal` raises InverseInputError for a
+    problem of a whole table (or of shared constraints). File names shown are
+    `file_names[table]` (defaults: the table names).
+    """
+
+    def __init__(self, file_names: dict | None = None):
+        self.file_names = {table: table for table in TABLES}
+        self.file_names.update(file_names or {})
+        self.by_id: dict[str, list[tuple[str, int | None, str]]] = {}
+        self.without_id: list[tuple[str, int, str]] = []
+
+    def file(self, table: str) -> str:
+        return self.file_names.get(table, table)
+
+    def reject(self, id: str | None, table: str, row: int | None, reason: str) -> None:
+        entry = (self.file(table), None if row is None else int(row), reason)
+        if id is None:
+            self.without_id.append(entry)
+        else:
+            self.by_id.setdefault(id, []).append(entry)
+
+    def fatal(self, table: str, reason: str, row: int | None = None, id: str | None = None):
+        raise InverseInputError(self.file(table), reason, row=None if row is None else int(row), id=id)
+
+    def rejected(self, id: str) -> bool:
+        return id in self.by_id
+
+    def report(self) -> pd.DataFrame:
+        """One row per rejected observation: the first problem, then the others in `reason`."""
+        records = []
+        for id, entries in self.by_id.items():
+            file, row, reason = entries[0]
+            others = [f"{f}" + (f" row {r}" if r is not None else "") + f": {why}" for f, r, why in entries[1:]]
+            records.append((id, file, row, "; also ".join([reason] + others)))
+        records += [(None, file, row, reason) for file, row, reason in self.without_id]
+        report = pd.DataFrame.from_records(records, columns=list(REJECTION_COLUMNS))
+        report["row"] = report["row"].astype("Int64")
+        return report
+
+    def first_error(self) -> InverseInputError | None:
+        if self.without_id:
+            file, row, reason = self.without_id[0]
+            return InverseInputError(file, reason, row=row)
+        if self.by_id:
+            id, entries = next(iter(self.by_id.items()))
+            file, row, reason = entries[0]
+            return InverseInputError(file, reason, row=row, id=id)
+        return None
+
+
+def _require_columns(df, table: str, columns, log: IssueLog) -> None:
+    if df is None or not isinstance(df, pd.DataFrame):
+        log.fatal(table, f"expected a table (pandas DataFrame); got {type(df).__name__}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        log.fatal(table, f"missing column(s) {missing}; the table has columns {list(df.columns)}")
+
+
+def _numeric(df: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """Column as floats and a mask of cells that are present but not numbers."""
+    raw = df[column]
+    values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+    not_number = np.isnan(values) & raw.notna().to_numpy()
+    return values, not_number
+
+
+def _cell_problem(value: float, not_number: bool, raw, column: str, allow_inf: bool = False) -> str | None:
+    if not_number:
+        return f"value {raw!r} in column {column!r} is not a number"
+    if np.isnan(value):
+        return f"column {column!r} is empty (NaN)"
+    if not allow_inf and np.isinf(value):
+        return f"column {column!r} is infinite ({value})"
+    return None
+
+
+def _decision_columns(df: pd.DataFrame, log: IssueLog) -> list[str]:
+    """The columns x_0..x_{n-1}, checked to be contiguous."""
+    numbered = sorted((int(m.group(1)), c) for c in df.columns if (m := DECISION_PATTERN.match(str(c))))
+    if not numbered:
+        log.fatal("decisions", f"no decision columns x_0, x_1, ... (columns: {list(df.columns)}); "
+                               "name them x_0..x_{n-1} or pass decision_columns")
+    for expected, (index, column) in enumerate(numbered):
+        if index != expected:
+            log.fatal("decisions", f"decision column x_{expected} is missing: the columns must be x_0..x_{{n-1}} "
+                                   f"(found {[c for _, c in numbered]})")
+    return [c for _, c in numbered]
+
+
+def read_wide_table(df, table: str, log: IssueLog, columns=None) -> tuple[list, np.ndarray, np.ndarray, list]:
+    """Read a features or decisions table: one row per observation, id + numeric columns.
+
+    Rows with a missing or duplicated id or a bad cell are rejected in `log`.
+
+    Returns:
+        ids (k valid rows), values (k, len(columns)), rows (k,) table positions, columns.
+    """
+    _require_columns(df, table, [ID], log)
+    if len(df) == 0:
+        log.fatal(table, "the table is empty (no observation)")
+    if columns is None:
+        columns = _decision_columns(df, log) if table == "decisions" else [c for c in df.columns if c != ID]
+    columns = list(columns)
+    _require_columns(df, table, columns, log)
+    if not columns:
+        log.fatal(table, "no value columns besides 'id'")
+    ids = [normalize_id(v) for v in df[ID].tolist()]
+    counts = pd.Series([i for i in ids if i is not None], dtype=object).value_counts()
+    duplicated = set(counts.index[counts > 1])
+    parsed = [_numeric(df, c) for c in columns]
+    values = np.column_stack([p[0] for p in parsed])
+    not_number = np.column_stack([p[1] for p in parsed])
+    bad_cell = not_number | ~np.isfinite(values)
+    keep = []
+    reported_duplicates = set()
+    for r, id in enumerate(ids):
+        if id is None:
+            log.reject(None, table, r, "the id is missing")
+        elif id in duplicated:
+            if id not in reported_duplicates:
+                rows = [i for i, other in enumerate(ids) if other == id]
+                log.reject(id, table, r, f"id {id!r} appears in rows {rows}: ids must be unique")
+                reported_duplicates.add(id)
+        elif bad_cell[r].any():
+            j = int(np.flatnonzero(bad_cell[r])[0])
+            log.reject(id, table, r, _cell_problem(values[r, j], not_number[r, j], df[columns[j]].iloc[r], columns[j]))
+        else:
+            keep.append(r)
+    keep = np.asarray(keep, dtype=np.int64)
+    return [ids[r] for r in keep], values[keep], keep, columns
+
+
+def read_features(df, log: IssueLog, feature_columns=None, add_intercept: bool = False):
+    """Features table -> (ids, Z (k, d), rows, feature names); see `read_wide_table`."""
+    ids, Z, rows, names = read_wide_table(df, "features", log, feature_columns)
+    if add_intercept:
+        if INTERCEPT in names:
+            log.fatal("features", f"add_intercept=True but the table already has a column {INTERCEPT!r}")
+        Z = np.column_stack([Z, np.ones(len(Z))])
+        names = names + [INTERCEPT]
+    return ids, Z, rows, names
+
+
+# --------------------------------------------------------------------------- long tables
+
+
+def read_long_table(df, table: str, log: IssueLog, n: int) -> tuple[pd.DataFrame, bool]:
+    """Read a constraints, rhs or bounds table and check every row.
+
+    Returns:
+        The valid rows with a normalized ``id`` (None for shared rows), integer ``row`` /
+        ``col`` and float values, and whether the table is per observation. Invalid rows
+        reject their observation, or raise when the table is shared.
+    """
+    columns = {"constraints": CONSTRAINT_COLUMNS, "rhs": RHS_COLUMNS, "bounds": BOUNDS_COLUMNS}[table]
+    _require_columns(df, table, columns, log)
+    ids = [normalize_id(v) for v in df[ID].tolist()]
+    ids = [None if i == SHARED_ID else i for i in ids]
+    per_obs = np.array([i is not None for i in ids], dtype=bool)
+    if per_obs.any() and not per_obs.all():
+        first_shared = int(np.flatnonzero(~per_obs)[0])
+        log.fatal(table, "the table mixes shared rows (id '*' or empty) and per-observation rows; "
+                         "use one or the other", row=first_shared)
+    per_observation = bool(per_obs.any())
+    problems: list[str | None] = [None] * len(df)
+
+    def flag(mask: np.ndarray, message) -> None:
+        for r in np.flatnonzero(mask):
+            if problems[r] is None:
+                problems[r] = message(r)
+
+    out = pd.DataFrame({ID: ids}, index=np.arange(len(df)))
+    if "kind" in columns:
+        kinds = df["kind"].astype(str).str.strip().str.lower().to_numpy()
+        flag(~np.isin(kinds, CONSTRAINT_KINDS), lambda r: f"kind {df['kind'].iloc[r]!r} is not one of {CONSTRAINT_KINDS}")
+        out["kind"] = kinds
+    for index_column, upper in (("row", None), ("col", n)):
+        if index_column not in columns:
+            continue
+        values, not_number = _numeric(df, index_column)
+        integral = np.isfinite(values) & (values == np.round(values))
+        flag(~integral, lambda r, c=index_column: f"{c} {df[c].iloc[r]!r} is not an integer index")
+        in_range = integral & (values >= 0) & (values < (upper if upper is not None else np.inf))
+        bound = f"[0, {upper})" if upper is not None else ">= 0"
+        flag(integral & ~in_range, lambda r, c=index_column, v=values, b=bound: f"{c} {int(v[r])} is out of range {b}"
+             + (f" (the decisions have {n} variables)" if c == "col" else ""))
+        out[index_column] = np.where(integral, values, -1).astype(np.int64)
+    for value_column in [c for c in columns if c in ("value", "rhs", "lower", "upper")]:
+        values, not_number = _numeric(df, value_column)
+        allow_inf = value_column in ("lower", "upper")
+        bad = not_number | np.isnan(values) | (~allow_inf & np.isinf(values))
+        flag(bad, lambda r, c=value_column, v=values, nn=not_number: _cell_problem(v[r], nn[r], df[c].iloc[r], c,
+                                                                                    allow_inf))
+        out[value_column] = values
+    key = [c for c in ("kind", "row", "col") if c in columns]
+    duplicated = out.duplicated(subset=[ID] + key, keep=False).to_numpy()
+    flag(duplicated, lambda r: f"{'/'.join(key)} {tuple(out[key].iloc[r])} is given twice"
+         + (f" for id {ids[r]!r}" if ids[r] is not None else ""))
+    valid = np.ones(len(df), dtype=bool)
+    for r, problem in enumerate(problems):
+        if problem is None:
+            continue
+        if not per_observation:
+            log.fatal(table, problem + " (in a shared row: every observation would be invalid)", row=r)
+        log.reject(ids[r], table, r, problem)
+        valid[r] = False
+    return out[valid].reset_index(drop=True), per_observation
+
+
+def build_constraints(tables: dict, ids: list, n: int, log: IssueLog) -> OriginalConstraints:
+    """OriginalConstraints for the observations `ids` from parsed long tables.
+
+    tables: {"constraints": (df, per_obs), "rhs": (df, per_obs), "bounds": (df, per_obs) or None}
+    from `read_long_table`. Rows are numbered per kind; m_ub and m_eq are the largest row
+    index + 1 over all observations (rows an observation does not list are 0 = 0 or 0 <= 0).
+    Rows with a coefficient but no rhs reject their observation (raise when shared).
+    """
+    T = len(ids)
+    position = {id: t for t, id in enumerate(ids)}
+    cons, cons_per_obs = tables["constraints"]
+    rhs, rhs_per_obs = tables["rhs"]
+    sizes = {}
+    for kind in CONSTRAINT_KINDS:
+        rows = np.concatenate([cons.loc[cons["kind"] == kind, "row"].to_numpy(),
+                               rhs.loc[rhs["kind"] == kind, "row"].to_numpy()])
+        sizes[kind] = int(rows.max()) + 1 if rows.size else 0
+
+    def sample_index(df: pd.DataFrame, per_obs: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of df that belong to the observations (all when shared) and their t."""
+        if not per_obs:
+            return np.ones(len(df), dtype=bool), np.zeros(len(df), dtype=np.int64)
+        t = df[ID].map(position)
+        mine = t.notna().to_numpy()
+        return mine, t.fillna(-1).to_numpy(dtype=np.int64)
+
+    arrays = {}
+    given = {}
+    for kind in CONSTRAINT_KINDS:
+        m = sizes[kind]
+        lead_A = (T,) if cons_per_obs else ()
+        lead_b = (T,) if rhs_per_obs else ()
+        A = np.zeros(lead_A + (m, n))
+        b = np.zeros(lead_b + (m,))
+        has_coef = np.zeros((T if cons_per_obs else 1, m), dtype=bool)
+        has_rhs = np.zeros((T if rhs_per_obs else 1, m), dtype=bool)
+        part = cons[cons["kind"] == kind]
+        mine, t = sample_index(part, cons_per_obs)
+        r, c, v = part["row"].to_numpy()[mine], part["col"].to_numpy()[mine], part["value"].to_numpy()[mine]
+        if cons_per_obs:
+            A[t[mine], r, c] = v
+            has_coef[t[mine], r] = True
+        else:
+            A[r, c] = v
+            has_coef[0, r] = True
+        part = rhs[rhs["kind"] == kind]
+        mine, t = sample_index(part, rhs_per_obs)
+        r, v = part["row"].to_numpy()[mine], part["rhs"].to_numpy()[mine]
+        if rhs_per_obs:
+            b[t[mine], r] = v
+            has_rhs[t[mine], r] = True
+        else:
+            b[r] = v
+            has_rhs[0, r] = True
+        arrays[kind] = (A, b)
+        given[kind] = (has_coef, has_rhs)
+
+    for kind in CONSTRAINT_KINDS:
+        has_coef, has_rhs = given[kind]
+        missing = has_coef & ~has_rhs  # shared (1, m) broadcasts against per-observation (T, m)
+        for t, row in zip(*np.nonzero(missing)):
+            reason = f"{kind} row {row} has coefficients in the constraints table but no rhs"
+            if not (cons_per_obs or rhs_per_obs):
+                log.fatal("rhs", reason + " (shared rows: every observation would be invalid)")
+            log.reject(ids[t], "rhs", None, reason)
+
+    lower, upper = np.zeros(n), np.full(n, np.inf)
+    bounds = tables.get("bounds")
+    if bounds is not None:
+        df, per_obs = bounds
+        mine, t = sample_index(df, per_obs)
+        c = df["col"].to_numpy()[mine]
+        if per_obs:
+            lower, upper = np.zeros((T, n)), np.full((T, n), np.inf)
+            lower[t[mine], c] = df["lower"].to_numpy()[mine]
+            upper[t[mine], c] = df["upper"].to_numpy()[mine]
+        else:
+            lower[c] = df["lower"].to_numpy()[mine]
+            upper[c] = df["upper"].to_numpy()[mine]
+    A_ub, b_ub = arrays["ub"]
+    A_eq, b_eq = arrays["eq"]
+    per_sample = cons_per_obs or rhs_per_obs or lower.ndim == 2
+    return OriginalConstraints(A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, lower=lower, upper=upper,
+                               n_samples=T if per_sample else None)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def constraints_to_tables(A_ub=None, b_ub=None, A_eq=None, b_eq=None, lower=None, upper=None, ids=None) -> dict:
+    """Long tables (constraints, rhs, bounds) from arrays, shared or per observation.
+
+    Arrays are shared (A (m, n), b (m,), lower/upper (n,)) with ids=None, or per observation
+    (leading axis T) with ids the T observation ids. Only nonzero coefficients are written;
+    bounds rows only for variables whose bounds are not the default [0, inf).
+    """
+    def rows_of(kind, A, b):
+        cons, rhs = [], []
+        if A is None:
+            return cons, rhs
+        A, b = np.asarray(A, dtype=float), np.asarray(b, dtype=float)
+        if ids is None:
+            A, b = A[None], b[None]
+        for t in range(A.shape[0]):
+            id = SHARED_ID if ids is None else ids[t]
+            r, c = np.nonzero(A[t])
+            cons += [(id, kind, int(i), int(j), float(A[t, i, j])) for i, j in zip(r, c)]
+            rhs += [(id, kind, int(i), float(b[t, i])) for i in range(A.shape[1])]
+        return cons, rhs
+
+    cons_ub, rhs_ub = rows_of("ub", A_ub, b_ub)
+    cons_eq, rhs_eq = rows_of("eq", A_eq, b_eq)
+    tables = {
+        "constraints": pd.DataFrame.from_records(cons_ub + cons_eq, columns=list(CONSTRAINT_COLUMNS)),
+        "rhs": pd.DataFrame.from_records(rhs_ub + rhs_eq, columns=list(RHS_COLUMNS)),
+    }
+    bound_rows = []
+    if lower is not None or upper is not None:
+        n = np.shape(lower if lower is not None else upper)[-1]
+        lo = np.broadcast_to(np.asarray(lower if lower is not None else np.zeros(n), dtype=float),
+                             np.shape(lower if lower is not None else upper))
+        hi = np.broadcast_to(np.asarray(upper if upper is not None else np.full(n, np.inf), dtype=float), lo.shape)
+        lo2, hi2 = (lo[None], hi[None]) if ids is None else (lo, hi)
+        for t in range(lo2.shape[0]):
+            id = SHARED_ID if ids is None else ids[t]
+            for j in np.flatnonzero((lo2[t] != 0) | (hi2[t] != np.inf)):
+                bound_rows.append((id, int(j), float(lo2[t, j]), float(hi2[t, j])))
+    tables["bounds"] = pd.DataFrame.from_records(bound_rows, columns=list(BOUNDS_COLUMNS))
+    return tables
+
+
+def write_example_tables(tables: dict, directory, fmt: str = "csv") -> dict:
+    """Write tables {name: DataFrame} to directory/<name>.csv (or .parquet); returns the paths.
+
+    CSV keeps -inf / inf bounds as the text ``-inf`` / ``inf``, which pandas reads back as floats.
+    """
+    if fmt not in ("csv", "parquet"):
+        raise ValueError(f"fmt must be 'csv' or 'parquet'; got {fmt!r}")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for name, table in tables.items():
+        path = directory / f"{name}.{fmt}"
+        if fmt == "csv":
+            table.to_csv(path, index=False)
+        else:
+            table.to_parquet(path, index=False)
+        paths[name] = path
+    return paths

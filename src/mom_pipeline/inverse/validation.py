@@ -8,10 +8,10 @@ invalid observation appears once in the report, with its first problem and the o
    `schema.read_long_table`);
 2. ids present in one table but not in another;
 3. rows with coefficients but no rhs (`schema.build_constraints`);
-4. x* not feasible for its LP: |A_eq x - b_eq|, (A_ub x - b_ub)+, bound violations above
-   `tol` * max(1, |x|_inf, |b|_inf);
-5. constraints that cannot be put in standard form (inconsistent equalities, empty bounds,
+4. constraints that cannot be put in standard form (inconsistent equalities, empty bounds,
    a standard form of another size than most observations');
+5. x* not feasible for its LP: |A_eq x - b_eq|, (A_ub x - b_ub)+, bound violations above
+   `tol` * max(1, |x|_inf, |b|_inf);
 6. x* not a vertex: in standard form the columns of its support are linearly dependent
    (`mom_pipeline.lp.basis_from_solution`).
 
@@ -206,34 +206,35 @@ def validate_inverse_problem(features, decisions=None, constraints=None, rhs=Non
     table_row = {id: int(d_rows[decision_row[id]]) for id in ids} if decisions is not None else {}
 
     original = build_constraints(parsed, ids, n, log)
-    if X is not None:
-        for t, reason in infeasibility_reasons(original, X, tol).items():
-            log.reject(ids[t], "decisions", table_row[ids[t]], reason)
-    alive = np.array([not log.rejected(i) for i in ids], dtype=bool)
-    alive_idx = np.flatnonzero(alive)
-    if not alive_idx.size:
+    keep = np.flatnonzero([not log.rejected(i) for i in ids])  # positions in `ids` still valid
+    if not keep.size:
         _raise_nothing_left(log)
-    original = original if original.shared else original.subset(alive_idx)
+    original = original if original.shared else original.subset(keep)
     try:
-        A, b, std_map, converted, failures = convert_samples(original, n_samples=alive_idx.size)
+        A, b, std_map, converted, failures = convert_samples(original, n_samples=keep.size)
     except StandardFormError as exc:  # shared constraints: nothing can be converted
         log.fatal("constraints", f"the constraints cannot be put in standard form: {exc.reason}")
     for t, reason in failures.items():
-        log.reject(ids[alive_idx[t]], "constraints", None, f"the constraints cannot be put in standard form: {reason}")
-    if not converted.size:
+        log.reject(ids[keep[t]], "constraints", None, f"the constraints cannot be put in standard form: {reason}")
+    keep = keep[converted]
+    if not keep.size:
         _raise_nothing_left(log)
-    keep = alive_idx[converted]  # positions in `ids`
     original = original if original.shared else original.subset(converted)
     lp = StandardFormLP(A=A, b=b)
 
     X_std, basis = None, None
     if X is not None:
+        failures = infeasibility_reasons(original, X[keep], tol)
         X_std = _clean_support(std_map.to_standard(X[keep]))
-        basis, failures = vertex_bases(lp, X_std)
-        for t, reason in failures.items():
-            log.reject(ids[keep[t]], "decisions", table_row[ids[keep[t]]], reason)
+        feasible = np.setdiff1d(np.arange(keep.size), list(failures))
+        basis = np.zeros((keep.size, lp.m), dtype=np.int64)
+        if feasible.size:
+            basis[feasible], not_vertex = vertex_bases(lp.subset(feasible), X_std[feasible])
+            failures.update({int(feasible[t]): reason for t, reason in not_vertex.items()})
+        for t in sorted(failures):
+            log.reject(ids[keep[t]], "decisions", table_row[ids[keep[t]]], failures[t])
         if failures:
-            good = np.setdiff1d(np.arange(len(keep)), list(failures))
+            good = np.setdiff1d(np.arange(keep.size), list(failures))
             if not good.size:
                 _raise_nothing_left(log)
             keep, X_std, basis = keep[good], X_std[good], basis[good]

@@ -1,0 +1,181 @@
+"""Kernelized MOM: MOM on kernel features of the contexts (paper, appendix "Kernelization").
+
+The paper replaces z by the T-dimensional feature (kappa(z, z_t))_{t=1}^T against the
+training contexts (the empirical kernel map) and runs linear MOM on it, with
+
+    polynomial  kappa(z, z') = (z'z / gamma + 1)^degree
+    RBF         kappa(z, z') = exp(-||z - z'||^2 / gamma)   (rbf_norm="squared", the paper)
+                kappa(z, z') = exp(-||z - z'|| / gamma)     (rbf_norm="unsquared", the released code).
+
+With n_components set the features are bounded in size through scikit-learn's Nystroem:
+feature_map="landmarks" (default) keeps the paper's empirical map but against the
+n_components landmark contexts Nystroem samples, (kappa(z, s))_{s in landmarks}: with
+n_components = T it is the full map up to a permutation of the columns, which leaves MOM
+unchanged. feature_map="nystroem" uses Nystroem's own features K(z, S) K_SS^{-1/2} (inner
+products approximate kappa itself: the regularizer becomes the RKHS norm, not the paper's).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.kernel_approximation import Nystroem
+from sklearn.metrics.pairwise import euclidean_distances, polynomial_kernel, rbf_kernel
+
+from ..lp import StandardFormLP
+from .base import CostModel, NotFittedError, check_features
+from .mom import MOM
+
+KERNELS = ("poly", "rbf")
+RBF_NORMS = ("squared", "unsquared")
+FEATURE_MAPS = ("landmarks", "nystroem")
+
+
+def _unsquared_rbf(x, y, gamma: float = 1.0) -> float:
+    """exp(-||x - y|| / gamma) for two vectors (the callable form Nystroem accepts)."""
+    return float(np.exp(-np.linalg.norm(np.asarray(x) - np.asarray(y)) / gamma))
+
+
+def kernel_matrix(X, Y, kernel: str = "poly", degree: int = 2, gamma: float = 1.0,
+                  rbf_norm: str = "squared") -> np.ndarray:
+    """kappa(x_i, y_j) for rows of X (T, d) and Y (S, d): (T, S), in the paper's conventions."""
+    if kernel == "poly":
+        return polynomial_kernel(X, Y, degree=degree, gamma=1.0 / gamma, coef0=1.0)
+    if rbf_norm == "squared":
+        return rbf_kernel(X, Y, gamma=1.0 / gamma)
+    return np.exp(-euclidean_distances(X, Y) / gamma)
+
+
+class KernelFeatures(TransformerMixin, BaseEstimator):
+    """Kernel features of contexts against the training contexts (or Nystroem landmarks).
+
+    fit(Z) stores the reference contexts; transform(Z) returns (T, n_features_out_) with
+    n_features_out_ = T_train, or n_components when set.
+    """
+
+    def __init__(self, kernel: str = "poly", degree: int = 2, gamma: float = 1.0, n_components: int | None = None,
+                 random_state=0, rbf_norm: str = "squared", feature_map: str = "landmarks"):
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.n_components = n_components
+        self.random_state = random_state
+        self.rbf_norm = rbf_norm
+        self.feature_map = feature_map
+
+    def _check_params(self) -> None:
+        if self.kernel not in KERNELS:
+            raise ValueError(f"unknown kernel {self.kernel!r}; choose one of {KERNELS}")
+        if self.rbf_norm not in RBF_NORMS:
+            raise ValueError(f"unknown rbf_norm {self.rbf_norm!r}; choose one of {RBF_NORMS}")
+        if self.feature_map not in FEATURE_MAPS:
+            raise ValueError(f"unknown feature_map {self.feature_map!r}; choose one of {FEATURE_MAPS}")
+        if not (np.isfinite(self.gamma) and self.gamma > 0):
+            raise ValueError(f"gamma must be positive; got {self.gamma}")
+        if self.kernel == "poly" and (int(self.degree) != self.degree or self.degree < 1):
+            raise ValueError(f"degree must be a positive integer; got {self.degree}")
+        if self.n_components is not None and (int(self.n_components) != self.n_components or self.n_components < 1):
+            raise ValueError(f"n_components must be None or a positive integer; got {self.n_components}")
+
+    def _kernel(self, X, Y) -> np.ndarray:
+        return kernel_matrix(X, Y, self.kernel, int(self.degree), self.gamma, self.rbf_norm)
+
+    def _nystroem(self) -> Nystroem:
+        if self.kernel == "poly":
+            return Nystroem(kernel="poly", degree=int(self.degree), gamma=1.0 / self.gamma, coef0=1.0,
+                            n_components=int(self.n_components), random_state=self.random_state)
+        if self.rbf_norm == "squared":
+            return Nystroem(kernel="rbf", gamma=1.0 / self.gamma, n_components=int(self.n_components),
+                            random_state=self.random_state)
+        return Nystroem(kernel=_unsquared_rbf, kernel_params=dict(gamma=self.gamma),
+                        n_components=int(self.n_components), random_state=self.random_state)
+
+    def fit(self, Z, y=None):
+        """Store the reference contexts Z (T, d) (all of them, or Nystroem's landmarks)."""
+        self._check_params()
+        Z = check_features(Z)
+        if self.n_components is None:
+            self.reference_ = Z.copy()
+            self.nystroem_ = None
+        else:
+            if self.n_components > Z.shape[0]:
+                raise ValueError(f"n_components = {self.n_components} exceeds the {Z.shape[0]} training samples")
+            self.nystroem_ = self._nystroem().fit(Z)
+            self.reference_ = np.asarray(self.nystroem_.components_)
+        self.n_features_in_ = Z.shape[1]
+        self.n_features_out_ = self.reference_.shape[0]
+        return self
+
+    def transform(self, Z) -> np.ndarray:
+        """Kernel features (T, n_features_out_) of contexts Z (T, d)."""
+        if not hasattr(self, "reference_"):
+            raise NotFittedError("KernelFeatures is not fitted yet; call fit first")
+        Z = check_features(Z)
+        if Z.shape[1] != self.n_features_in_:
+            raise ValueError(f"Z has {Z.shape[1]} features but KernelFeatures was fitted with {self.n_features_in_}")
+        if self.nystroem_ is not None and self.feature_map == "nystroem":
+            return self.nystroem_.transform(Z)
+        return self._kernel(Z, self.reference_)
+
+
+class KernelMOM(CostModel):
+    """MOM on kernel features: c_hat = Theta phi(z), phi from `KernelFeatures`.
+
+    coef_ is Theta (n, n_features) in kernel-feature space; predict_cost takes raw Z.
+    The MOM problem is solved in the coordinates of the features' numerical row space
+    (singular vectors of the training feature matrix with singular values above 1e-10 of
+    the largest): an exact change of variables (||Theta||_F is invariant and the dropped
+    directions carry no data), which shrinks the QP a lot for low-rank kernels (polynomial).
+    """
+
+    needs_costs = False
+
+    def __init__(self, kernel: str = "poly", degree: int = 2, gamma: float = 1.0, lam: float = 1e-2,
+                 n_components: int | None = None, solver: str = "fast", formulation: str = "basis",
+                 random_state=0, rbf_norm: str = "squared", feature_map: str = "landmarks",
+                 radius: float | None = None):
+        self.kernel = kernel
+        self.degree = degree
+        self.gamma = gamma
+        self.lam = lam
+        self.n_components = n_components
+        self.solver = solver
+        self.formulation = formulation
+        self.random_state = random_state
+        self.rbf_norm = rbf_norm
+        self.feature_map = feature_map
+        self.radius = radius
+
+    @property
+    def name(self) -> str:
+        return "PolyMOM" if self.kernel == "poly" else "RbfMOM"
+
+    def _features(self) -> KernelFeatures:
+        return KernelFeatures(kernel=self.kernel, degree=self.degree, gamma=self.gamma, n_components=self.n_components,
+                              random_state=self.random_state, rbf_norm=self.rbf_norm, feature_map=self.feature_map)
+
+    def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
+        """Kernel features of Z (T, d), then MOM (see `MOM.fit`; C is ignored)."""
+        Z = check_features(Z)
+        self.features_ = self._features().fit(Z)
+        Phi = self.features_.transform(Z)
+        # Exact reduction to the row space of Phi: Phi = U S V', Theta = Theta_r V_r'.
+        _, singular, Vt = np.linalg.svd(Phi, full_matrices=False)
+        keep = singular > 1e-10 * singular[0]
+        self.row_space_ = Vt[keep].T  # (n_features, r)
+        self.mom_ = MOM(lam=self.lam, solver=self.solver, formulation=self.formulation, radius=self.radius)
+        self.mom_.fit(Phi @ self.row_space_, X_star, A=A, b=b, lp=lp, basis=basis)
+        self.coef_ = self.mom_.coef_ @ self.row_space_.T
+        self.objective_ = self.mom_.objective_
+        self.solver_info_ = dict(self.mom_.solver_info_, feature_rank=int(keep.sum()))
+        self.n_features_in_ = Z.shape[1]
+        return self
+
+    def transform(self, Z) -> np.ndarray:
+        """The kernel features of Z (T, n_features)."""
+        self._check_fitted()
+        return self.features_.transform(Z)
+
+    def predict_cost(self, Z) -> np.ndarray:
+        """c_hat = Theta phi(z) for every row of raw contexts Z (T, d): (T, n)."""
+        return self.transform(Z) @ self.coef_.T

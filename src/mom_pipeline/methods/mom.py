@@ -1,0 +1,624 @@
+"""Maximum Optimality Margin (MOM), offline: learn c_hat = Theta z from observed optimal solutions.
+
+The training problem (paper, problem (prob:svm)) with T samples, M_t the reduced-cost
+operator of the observed optimal basis of sample t (r_N = M_t c, see
+`lp.reduced_cost_operator`):
+
+    min_Theta  (lam/2) ||Theta||_F^2 + (1/T) sum_t ||s_t||_1
+    s.t.       M_t Theta z_t >= 1 - s_t,  s_t >= 0,  (optionally ||Theta||_F <= radius).
+
+Flattening Theta row-major into w = vec(Theta) (length n*d), row k of M_t Theta z_t is
+h_tk' w with h_tk = kron(M_t[k], z_t) (`hinge_rows`), so MOM is an L2-regularized hinge
+loss over the rows h_tk without intercept: a linear SVM whose labels are all +1.
+
+Solvers:
+* "cvxpy": the reference, one vectorized matrix constraint H w >= 1 - s through Clarabel.
+* "fast": an exact working-set method (`solve_hinge_qp`). Rows are split into those
+  assumed violated at the optimum (their hinge is linear there: it enters the QP as a
+  constant gradient, whatever their number), those assumed satisfied (dropped) and a small
+  working set kept as hinge constraints; the restricted QP is solved with Clarabel directly,
+  and rows whose assumption the restricted optimum breaks join the working set. The
+  restricted problem lower-bounds the full one, so when no assumption is broken its optimum
+  is optimal for the full problem (exact termination test, up to `tol` on the margins).
+
+formulation="dual" (beyond the paper) drops the basis: free dual variables y_t (m per
+sample) with reduced costs c_hat_t - A_t' y_t equal to 0 on the support of x*_t and
+>= 1 - s_t elsewhere. When x*_t is non-degenerate (support = basis) it is the basis
+formulation; on degenerate LPs (shortest path) it does not have to pick a basis.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import ClassVar
+
+import clarabel
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+import scipy.sparse.linalg
+import threadpoolctl
+
+from ..lp import StandardFormLP, reduced_cost_operator
+from .base import CostModel, check_features, resolve_lp
+
+SOLVERS = ("fast", "cvxpy")
+FORMULATIONS = ("basis", "dual")
+# x_j counts as positive (in the support) above this times max(1, |x|_inf).
+SUPPORT_TOL = 1e-9
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def hinge_rows(M, Z, sparse: bool = False):
+    """The hinge-row matrix H with rows h_tk = kron(M_t[k], z_t): M_t Theta z_t = H_t vec(Theta).
+
+    vec(Theta) flattens Theta (n, d) row-major, so h_tk[j*d + l] = M_t[k, j] * z_t[l].
+
+    Args:
+        M: (T, K, n) reduced-cost operators (K = n - m rows per sample); Z: (T, d).
+        sparse: return a scipy CSR matrix (only the nonzeros of M are expanded).
+    Returns:
+        (T*K, n*d) array (or CSR matrix); rows ordered sample by sample.
+    """
+    M = np.asarray(M, dtype=float)
+    Z = np.asarray(Z, dtype=float)
+    T, K, n = M.shape
+    d = Z.shape[1]
+    if Z.shape[0] != T:
+        raise ValueError(f"M has {T} samples but Z has {Z.shape[0]}")
+    if not sparse:
+        return np.einsum("tkn,td->tknd", M, Z).reshape(T * K, n * d)
+    t, k, j = np.nonzero(M)
+    values = (M[t, k, j][:, None] * Z[t]).ravel()
+    rows = np.repeat(t * K + k, d)
+    cols = (j[:, None] * d + np.arange(d)).ravel()
+    return sp.csr_matrix((values, (rows, cols)), shape=(T * K, n * d))
+
+
+def optimality_margins(Theta, M, Z) -> np.ndarray:
+    """Reduced costs of the predicted costs, M_t Theta z_t, for every sample: (T, K)."""
+    return np.einsum("tkn,tn->tk", M, np.asarray(Z, dtype=float) @ np.asarray(Theta, dtype=float).T)
+
+
+def mom_hinge_loss(Theta, M, Z) -> np.ndarray:
+    """Per-sample MOM loss ||s_t||_1 = sum_k max(0, 1 - (M_t Theta z_t)_k): (T,)."""
+    return np.maximum(0.0, 1.0 - optimality_margins(Theta, M, Z)).sum(axis=1)
+
+
+def mom_objective(Theta, M, Z, lam: float) -> float:
+    """(lam/2) ||Theta||_F^2 + (1/T) sum_t ||s_t||_1 at the optimal slacks."""
+    Theta = np.asarray(Theta, dtype=float)
+    return float(0.5 * lam * np.sum(Theta**2) + mom_hinge_loss(Theta, M, Z).mean())
+
+
+def _check_hyperparameters(lam, radius, tol) -> None:
+    if not np.isfinite(lam) or lam <= 0:
+        raise ValueError(f"lam must be a positive finite number; got {lam}")
+    if radius is not None and (not np.isfinite(radius) or radius <= 0):
+        raise ValueError(f"radius must be None or a positive finite number; got {radius}")
+    if not tol > 0:
+        raise ValueError(f"tol must be positive; got {tol}")
+
+
+def _clarabel_settings(max_iter: int = 200) -> clarabel.DefaultSettings:
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    settings.max_iter = max_iter
+    return settings
+
+
+def _solve_clarabel(P, q, A, b, cones, what: str) -> np.ndarray:
+    """min 0.5 x'Px + q'x s.t. b - Ax in cones; raises when Clarabel does not solve it."""
+    solver = clarabel.DefaultSolver(sp.triu(P, format="csc"), q, sp.csc_matrix(A), b, cones, _clarabel_settings())
+    solution = solver.solve()
+    status = str(solution.status)
+    if status not in ("Solved", "AlmostSolved"):
+        raise RuntimeError(f"Clarabel did not solve the {what} (status {status})")
+    return np.asarray(solution.x)
+
+
+def _ball_block(n_vars: int, first: int, size: int, radius: float):
+    """Rows and rhs of the cone constraint ||x[first:first+size]||_2 <= radius."""
+    block = sp.hstack(
+        [sp.csr_matrix((size, first)), -sp.identity(size, format="csr"),
+         sp.csr_matrix((size, n_vars - first - size))], format="csr")
+    A = sp.vstack([sp.csr_matrix((1, n_vars)), block], format="csr")
+    b = np.concatenate([[radius], np.zeros(size)])
+    return A, b, clarabel.SecondOrderConeT(size + 1)
+
+
+# --------------------------------------------------------------------------- fast solver
+
+
+class _HingeRows:
+    """The rows h_tk of one MOM problem with products computed from M and Z (H is never formed)."""
+
+    def __init__(self, M: np.ndarray, Z: np.ndarray):
+        self.M, self.Z = M, Z
+        self.T, self.K, self.n = M.shape
+        self.d = Z.shape[1]
+
+    def margins(self, w: np.ndarray) -> np.ndarray:
+        """H w, (T*K,)."""
+        return optimality_margins(w.reshape(self.n, self.d), self.M, self.Z).ravel()
+
+    def weighted_sum(self, alpha: np.ndarray) -> np.ndarray:
+        """H' alpha, (n*d,)."""
+        per_cost = np.einsum("tk,tkn->tn", alpha.reshape(self.T, self.K), self.M)
+        return (per_cost.T @ self.Z).ravel()
+
+    def dense_rows(self, index: np.ndarray) -> np.ndarray:
+        """The rows `index` of H, dense (len(index), n*d)."""
+        t, k = np.divmod(index, self.K)
+        return np.einsum("in,id->ind", self.M[t, k], self.Z[t]).reshape(index.size, self.n * self.d)
+
+    def rows(self, index: np.ndarray) -> sp.csr_matrix:
+        """The rows `index` of H as a sparse matrix."""
+        t, k = np.divmod(index, self.K)
+        return hinge_rows(self.M[t, k][:, None, :], self.Z[t], sparse=True)
+
+
+def _restricted_qp(rows: _HingeRows, lam: float, weight: float, working: np.ndarray, linear: np.ndarray,
+                   radius: float | None) -> np.ndarray:
+    """argmin_w (lam/2)||w||^2 - weight * sum_{linear} h'w + weight * sum_{working} max(0, 1 - h'w)
+    (within the ball when radius is set): the MOM problem with the rows in `linear` assumed
+    violated and the rows outside both sets assumed satisfied."""
+    p = rows.n * rows.d
+    gradient = weight * rows.weighted_sum(linear.astype(float))
+    if not working.any():
+        # Closed form: the unconstrained minimizer, projected onto the ball.
+        w = gradient / lam
+        norm = np.linalg.norm(w)
+        if radius is not None and norm > radius:
+            w *= radius / norm
+        return w
+    index = np.flatnonzero(working)
+    k = index.size
+    n_vars = p + k
+    H_w = rows.rows(index)
+    identity = sp.identity(k, format="csr")
+    # h'w + s >= 1  and  s >= 0, written as b - A x >= 0.
+    A = sp.vstack([sp.hstack([-H_w, -identity]), sp.hstack([sp.csr_matrix((k, p)), -identity])], format="csr")
+    b = np.concatenate([-np.ones(k), np.zeros(k)])
+    cones = [clarabel.NonnegativeConeT(2 * k)]
+    if radius is not None:
+        A_ball, b_ball, cone = _ball_block(n_vars, 0, p, radius)
+        A, b, cones = sp.vstack([A, A_ball], format="csr"), np.concatenate([b, b_ball]), cones + [cone]
+    P = sp.diags(np.concatenate([np.full(p, lam), np.zeros(k)]), format="csc")
+    q = np.concatenate([-gradient, np.full(k, weight)])
+    return _solve_clarabel(P, q, A, b, cones, "restricted MOM QP")[:p]
+
+
+def _solve_positive(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """matrix^{-1} rhs for a symmetric positive definite matrix that may be ill-conditioned
+    (a Newton direction of the warm start: accuracy matters little, robustness does)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+        try:
+            return scipy.linalg.cho_solve(scipy.linalg.cho_factor(matrix), rhs)
+        except np.linalg.LinAlgError:
+            return np.linalg.lstsq(matrix, rhs, rcond=None)[0]
+
+
+def _huber_loss(v: np.ndarray, mu: float) -> np.ndarray:
+    """The hinge max(0, v) smoothed on [0, mu]: v^2/(2 mu) there, v - mu/2 beyond."""
+    return np.where(v >= mu, v - 0.5 * mu, np.where(v > 0, 0.5 * v * v / mu, 0.0))
+
+
+def _exact_line_search(w, direction, v, a, lam: float, weight: float, mu: float) -> float:
+    """argmin_t of the smoothed objective along w + t*direction (v = 1 - margins, a = H direction).
+
+    The derivative in t is piecewise linear and increasing: safeguarded Newton on it,
+    bracketed, stops at its root (finitely many pieces, so it ends exactly up to roundoff).
+    """
+    wd, dd = w @ direction, direction @ direction
+
+    def derivative(t):
+        x = v - t * a
+        curved = (x > 0) & (x < mu)
+        first = lam * (wd + t * dd) - weight * (a @ np.clip(x / mu, 0.0, 1.0))
+        return first, lam * dd + (weight / mu) * (a[curved] @ a[curved])
+
+    low, high = 0.0, 1.0
+    while derivative(high)[0] < 0:
+        low, high = high, 2.0 * high
+        if high > 1e12:
+            return high
+    t = 1.0
+    for _ in range(60):
+        first, second = derivative(t)
+        if abs(first) <= 1e-13 * max(1.0, lam * abs(wd)) :
+            return t
+        if first < 0:
+            low = t
+        else:
+            high = t
+        t_new = t - first / second if second > 0 else 0.5 * (low + high)
+        if not low < t_new < high:
+            t_new = 0.5 * (low + high)
+        if abs(t_new - t) <= 1e-14 * max(1.0, t):
+            return t_new
+        t = t_new
+    return t
+
+
+def _smoothed_hinge_start(rows: _HingeRows, lam: float, weight: float, mu_final: float = 1e-2,
+                          max_steps: int = 30, level_tol: float = 1e-4, shrink: float = 0.1) -> tuple[np.ndarray, int]:
+    """Warm start: minimize the MOM objective with the hinge smoothed (Huber, width mu) by
+    Newton's method with exact line search, for mu = 1, 0.1, ..., mu_final, each level from
+    the previous solution.
+
+    The smoothed loss is piecewise quadratic: curvature 1/mu only on rows whose margin is
+    within mu below 1, so the Hessian lam I + (weight/mu) H_Q'H_Q involves those rows only.
+    The working-set solve that follows is exact, so the levels need not be solved to the end:
+    a level stops when a step changes the objective by less than a relative 1e-9.
+    Returns w (n*d,) and the number of Newton steps.
+    """
+    p = rows.n * rows.d
+    w = np.zeros(p)
+    steps = 0
+    direct = p <= 2000  # a dense Hessian up to here; conjugate gradients beyond (kernel features)
+    mu = 1.0
+    gram, gram_rows = np.zeros((p, p)), np.zeros(rows.T * rows.K, dtype=bool)
+    while True:
+        v = 1.0 - rows.margins(w)
+        f = 0.5 * lam * w @ w + weight * _huber_loss(v, mu).sum()
+        for _ in range(max_steps):
+            steps += 1
+            gradient = lam * w - weight * rows.weighted_sum(np.clip(v / mu, 0.0, 1.0))
+            curved_mask = (v > 0) & (v < mu)
+            curved = np.flatnonzero(curved_mask)
+            if direct:
+                # Gram matrix of the curved rows, updated by the rows that enter or leave the
+                # curved piece when that is cheaper than rebuilding it.
+                entering = np.flatnonzero(curved_mask & ~gram_rows)
+                leaving = np.flatnonzero(gram_rows & ~curved_mask)
+                if entering.size + leaving.size < curved.size:
+                    H_in, H_out = rows.dense_rows(entering), rows.dense_rows(leaving)
+                    gram += H_in.T @ H_in - H_out.T @ H_out
+                else:
+                    H_q = rows.dense_rows(curved)
+                    gram = H_q.T @ H_q
+                gram_rows = curved_mask
+                hessian = (weight / mu) * gram
+                hessian[np.diag_indices(p)] += lam
+                direction = -_solve_positive(hessian, gradient)
+            else:
+                H_q = rows.rows(curved)
+                operator = scipy.sparse.linalg.LinearOperator(
+                    (p, p), matvec=lambda x, H_q=H_q: lam * x + (weight / mu) * (H_q.T @ (H_q @ x)))
+                direction = -scipy.sparse.linalg.cg(operator, gradient, rtol=1e-6, maxiter=200)[0]
+            a = rows.margins(direction)
+            step = _exact_line_search(w, direction, v, a, lam, weight, mu)
+            w = w + step * direction
+            v = v - step * a
+            f_new = 0.5 * lam * w @ w + weight * _huber_loss(v, mu).sum()
+            decrease, f = f - f_new, f_new
+            if decrease <= (1e-9 if mu <= mu_final else level_tol) * abs(f):
+                break
+        if mu <= mu_final:
+            return w, steps
+        mu = max(mu_final, shrink * mu)
+
+
+def solve_hinge_qp(M, Z, lam: float, radius: float | None = None, tol: float = 1e-8, w0=None,
+                   band: float = 1e-2, linear_below: float = 1e-2, max_rounds: int = 100) -> tuple[np.ndarray, dict]:
+    """Exact MOM solution by the working-set method (see the module docstring).
+
+    Args:
+        M: (T, K, n) reduced-cost operators; Z: (T, d) features; lam > 0; radius: ball or None.
+        tol: a row breaks its assumption when its margin is beyond 1 by more than tol.
+        w0: (n*d,) warm start; None: the smoothed-hinge Newton start (`_smoothed_hinge_start`).
+        band: rows whose warm-start margin is within band of 1 start in the working set;
+            rows are assumed violated below 1 - band and satisfied above 1 + band.
+    Returns:
+        Theta (n, d) and an info dict (rounds, working-set size, Newton steps).
+    """
+    # Many small BLAS calls: one thread avoids spin-waiting threads on a busy machine.
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        return _solve_hinge_qp(np.asarray(M, dtype=float), np.asarray(Z, dtype=float), lam, radius, tol, w0,
+                               band, linear_below, max_rounds)
+
+
+def _solve_hinge_qp(M, Z, lam, radius, tol, w0, band, linear_below, max_rounds):
+    # Rescale the rows to a largest norm of 1 (features Z / sigma, w * sigma, lam / sigma^2:
+    # the same problem) so that kernel features of any magnitude stay well conditioned.
+    sigma = float((np.linalg.norm(M, axis=2) * np.linalg.norm(Z, axis=1)[:, None]).max())
+    if not sigma > 0:
+        sigma = 1.0
+    Theta, info = _solve_scaled(M, Z / sigma, lam / sigma**2, None if radius is None else radius * sigma, tol,
+                                None if w0 is None else np.asarray(w0, dtype=float).ravel() * sigma,
+                                band, linear_below, max_rounds)
+    return Theta / sigma, info
+
+
+def _solve_scaled(M, Z, lam, radius, tol, w0, band, linear_below, max_rounds):
+    rows = _HingeRows(M, Z)
+    weight = 1.0 / rows.T
+    newton_steps = 0
+    if w0 is None:
+        w0 = _closed_form_start(rows, lam, weight, radius)
+        if w0 is None:
+            w0, newton_steps = _smoothed_hinge_start(rows, lam, weight)
+            if radius is not None and np.linalg.norm(w0) > radius:
+                w0 *= radius / np.linalg.norm(w0)
+                band = max(band, 0.1)  # a cruder start: more rows near the margin
+    u_start = rows.margins(np.asarray(w0, dtype=float).ravel())
+    # Rows far below the margin at the start are assumed violated (linear). With a weak
+    # regularizer that assumption lets the restricted optimum jump far (its linear pull is
+    # only held back by lam); a jump shows as many broken rows, and then fewer rows are
+    # linearized: the threshold `linear_below` grows and the jump is discarded.
+    working = (u_start >= 1.0 - linear_below) & (u_start <= 1.0 + band)
+    linear = u_start < 1.0 - linear_below
+    solves = 0
+    for round_ in range(1, max_rounds + 1):
+        w = _restricted_qp(rows, lam, weight, working, linear, radius)
+        solves += working.any()
+        u = rows.margins(w)
+        broken = (linear & (u > 1.0 + tol)) | (~linear & ~working & (u < 1.0 - tol))
+        if not broken.any():
+            break
+        if linear.any() and broken.sum() > max(100, working.sum()):
+            linear_below *= 4.0
+            working |= (u_start >= 1.0 - linear_below) & (u_start <= 1.0 + band)
+            linear &= ~working
+            continue
+        # Rows near the margin join too: the next restricted optimum is likely to move them.
+        joining = broken | (~working & (np.abs(u - 1.0) <= band))
+        working |= joining
+        linear &= ~joining
+    else:
+        raise RuntimeError(f"MOM working-set method did not terminate in {max_rounds} rounds")
+    info = dict(rounds=round_, working_set=int(working.sum()), linear_rows=int(linear.sum()),
+                clarabel_solves=int(solves), newton_steps=int(newton_steps), rows=int(rows.T * rows.K))
+    return w.reshape(rows.n, rows.d), info
+
+
+def _closed_form_start(rows: _HingeRows, lam: float, weight: float, radius: float | None):
+    """None, or the exact optimum when every row is violated there (large lam)."""
+    everything = np.ones(rows.T * rows.K, dtype=bool)
+    w = _restricted_qp(rows, lam, weight, ~everything, everything, radius)
+    return w if np.all(rows.margins(w) < 1.0) else None
+
+
+# --------------------------------------------------------------------------- cvxpy reference
+
+
+def _solve_cvxpy(objective_and_constraints, what: str):
+    """Solve a cvxpy problem with Clarabel; raise a clear error when it is not solved."""
+    import cvxpy as cp  # imported here: only the reference path needs cvxpy
+
+    objective, constraints = objective_and_constraints
+    problem = cp.Problem(cp.Minimize(objective), constraints)
+    problem.solve(solver=cp.CLARABEL)
+    if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+        raise RuntimeError(f"cvxpy/Clarabel did not solve the {what} (status {problem.status})")
+    return problem
+
+
+def solve_hinge_qp_cvxpy(M, Z, lam: float, radius: float | None = None) -> tuple[np.ndarray, dict]:
+    """Reference MOM solution: cvxpy with ONE matrix constraint H w >= 1 - s for all samples.
+
+    Args and returns as `solve_hinge_qp`.
+    """
+    import cvxpy as cp
+
+    M = np.asarray(M, dtype=float)
+    T, K, n = M.shape
+    d = Z.shape[1]
+    H = hinge_rows(M, Z, sparse=True)
+    w = cp.Variable(n * d)
+    s = cp.Variable(T * K, nonneg=True)
+    constraints = [H @ w >= 1 - s]
+    if radius is not None:
+        constraints.append(cp.norm(w, 2) <= radius)
+    problem = _solve_cvxpy((0.5 * lam * cp.sum_squares(w) + cp.sum(s) / T, constraints), "MOM QP")
+    return np.asarray(w.value).reshape(n, d), dict(status=problem.status, solver_objective=float(problem.value))
+
+
+def solve_mom(M, Z, lam: float, radius: float | None = None, solver: str = "fast",
+              tol: float = 1e-8) -> tuple[np.ndarray, dict]:
+    """The MOM coefficient Theta (n, d) for reduced-cost operators M (T, K, n) and features Z (T, d).
+
+    The entry point for callers that already hold the operators (online FTRL re-solves).
+    """
+    _check_hyperparameters(lam, radius, tol)
+    if solver == "fast":
+        return solve_hinge_qp(M, Z, lam, radius=radius, tol=tol)
+    if solver == "cvxpy":
+        return solve_hinge_qp_cvxpy(M, Z, lam, radius=radius)
+    raise ValueError(f"unknown solver {solver!r}; choose one of {SOLVERS}")
+
+
+# --------------------------------------------------------------------------- dual formulation
+
+
+def support_mask(X) -> np.ndarray:
+    """(T, n) boolean: x_j > SUPPORT_TOL * max(1, |x|_inf) for each sample."""
+    X = np.asarray(X, dtype=float)
+    return X > SUPPORT_TOL * np.maximum(1.0, np.abs(X).max(axis=1, keepdims=True))
+
+
+def _reduced_cost_rows(A, Z) -> sp.csr_matrix:
+    """The linear map (vec(Theta), y) -> (Theta z_t - A_t' y_t)_j for every (t, j): (T*n, n*d + T*m).
+
+    Row t*n + j; columns: vec(Theta) row-major, then y_t (m per sample) sample by sample.
+    """
+    A = np.asarray(A, dtype=float)
+    T, d = Z.shape
+    m, n = A.shape[-2:]
+    p = n * d
+    t = np.repeat(np.arange(T), n * d)
+    j = np.tile(np.repeat(np.arange(n), d), T)
+    l = np.tile(np.arange(d), T * n)
+    theta_part = sp.csr_matrix((Z[t, l], (t * n + j, j * d + l)), shape=(T * n, p))
+    if A.ndim == 2:
+        i_nz, j_nz = np.nonzero(A)
+        t_nz = np.repeat(np.arange(T), i_nz.size)
+        i_nz, j_nz = np.tile(i_nz, T), np.tile(j_nz, T)
+        values = -np.tile(A[np.nonzero(A)], T)
+    else:
+        t_nz, i_nz, j_nz = np.nonzero(A)
+        values = -A[t_nz, i_nz, j_nz]
+    y_part = sp.csr_matrix((values, (t_nz * n + j_nz, t_nz * m + i_nz)), shape=(T * n, T * m))
+    return sp.hstack([theta_part, y_part], format="csr")
+
+
+def solve_dual_formulation(A, X, Z, lam: float, radius: float | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """MOM without a basis: Clarabel on the whole problem, built sparse in one go.
+
+        min (lam/2)||Theta||^2 + (1/T) sum_t sum_{j not in supp x*_t} s_tj
+        s.t. (Theta z_t - A_t' y_t)_j = 0 on supp(x*_t), >= 1 - s_tj elsewhere, s >= 0.
+
+    Args:
+        A: (m, n) or (T, m, n); X: (T, n) observed optimal solutions; Z: (T, d).
+    Returns:
+        Theta (n, d), y (T, m) and an info dict.
+    """
+    Z = np.asarray(Z, dtype=float)
+    T, d = Z.shape
+    m, n = np.shape(A)[-2:]
+    p = n * d
+    support = support_mask(X).ravel()
+    rows = _reduced_cost_rows(A, Z)
+    n_eq, n_off = int(support.sum()), int((~support).sum())
+    n_vars = p + T * m + n_off
+    slack = sp.identity(n_off, format="csr")
+    equality = sp.hstack([rows[support], sp.csr_matrix((n_eq, n_off))], format="csr")
+    margin = sp.hstack([-rows[~support], -slack], format="csr")
+    nonnegative = sp.hstack([sp.csr_matrix((n_off, p + T * m)), -slack], format="csr")
+    blocks = [equality, margin, nonnegative]
+    b = [np.zeros(n_eq), -np.ones(n_off), np.zeros(n_off)]
+    cones = [clarabel.ZeroConeT(n_eq), clarabel.NonnegativeConeT(2 * n_off)]
+    if radius is not None:
+        A_ball, b_ball, cone = _ball_block(n_vars, 0, p, radius)
+        blocks.append(A_ball), b.append(b_ball), cones.append(cone)
+    P = sp.diags(np.concatenate([np.full(p, lam), np.zeros(n_vars - p)]), format="csc")
+    q = np.concatenate([np.zeros(p + T * m), np.full(n_off, 1.0 / T)])
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        x = _solve_clarabel(P, q, sp.vstack(blocks, format="csr"), np.concatenate(b), cones,
+                            "dual-formulation MOM QP")
+    Theta, y = x[:p].reshape(n, d), x[p:p + T * m].reshape(T, m)
+    return Theta, y, dict(equality_rows=n_eq, margin_rows=n_off)
+
+
+def dual_formulation_objective(Theta, y, A, X, Z, lam: float) -> float:
+    """The dual formulation's objective at (Theta, y) with optimal slacks; the equality
+    residual on the support is not part of it (check it separately)."""
+    A = np.asarray(A, dtype=float)
+    A_stack = np.broadcast_to(A, (len(Z),) + A.shape[-2:]) if A.ndim == 2 else A
+    reduced = np.asarray(Z) @ np.asarray(Theta).T - np.einsum("tmn,tm->tn", A_stack, y)
+    hinge = np.where(support_mask(X), 0.0, np.maximum(0.0, 1.0 - reduced))
+    return float(0.5 * lam * np.sum(np.asarray(Theta) ** 2) + hinge.sum(axis=1).mean())
+
+
+# --------------------------------------------------------------------------- estimator
+
+
+def _check_solutions(X_star, T: int, n: int) -> np.ndarray:
+    X = np.asarray(X_star, dtype=float)
+    if X.shape != (T, n):
+        raise ValueError(f"X_star must be ({T}, {n}) to match Z and the LP; got shape {X.shape}")
+    bad = np.flatnonzero(~np.isfinite(X).all(axis=1))
+    if bad.size:
+        raise ValueError(f"X_star: sample {bad[0]} has a NaN or infinite entry")
+    return X
+
+
+class MOM(CostModel):
+    """Maximum Optimality Margin: c_hat = Theta z learned from observed optimal solutions.
+
+    Hyperparameters:
+        lam: regularization weight (> 0); the objective is (lam/2)||Theta||^2 + mean hinge.
+        solver: "fast" (exact working-set method) or "cvxpy" (vectorized reference).
+        formulation: "basis" (the paper: hinge on the reduced costs of the observed basis)
+            or "dual" (no basis: free duals, zero reduced cost on supp(x*)).
+        radius: None or the radius of the ball ||Theta||_F <= radius (the set K of the paper).
+        tol: margin tolerance of the fast solver's termination test.
+
+    Learned: coef_ (n, d), objective_ (optimal training objective), solver_info_ (dict),
+    n_iter_ (working-set rounds; 1 for Clarabel on the whole problem), n_features_in_.
+    """
+
+    needs_costs: ClassVar[bool] = False
+    name: ClassVar[str] = "MOM"
+
+    def __init__(self, lam: float = 1e-2, solver: str = "fast", formulation: str = "basis",
+                 radius: float | None = None, tol: float = 1e-8):
+        self.lam = lam
+        self.solver = solver
+        self.formulation = formulation
+        self.radius = radius
+        self.tol = tol
+
+    def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
+        """Fit from features Z (T, d) and observed optimal solutions X_star (T, n) or bases (T, m).
+
+        C is ignored (MOM never needs the costs); it is accepted so that pipelines can pass it
+        to every method alike. With formulation="basis" and basis=None the bases come from
+        x* alone (`lp.basis_from_solution`); pass the solver's bases to use those instead.
+        """
+        if self.solver not in SOLVERS:
+            raise ValueError(f"unknown solver {self.solver!r}; choose one of {SOLVERS}")
+        if self.formulation not in FORMULATIONS:
+            raise ValueError(f"unknown formulation {self.formulation!r}; choose one of {FORMULATIONS}")
+        _check_hyperparameters(self.lam, self.radius, self.tol)
+        Z = check_features(Z)
+        T = Z.shape[0]
+        start = time.perf_counter()
+        if self.formulation == "dual":
+            if X_star is None:
+                raise ValueError("formulation='dual' needs the observed optimal solutions X_star")
+            problem = resolve_lp(A, b, lp)
+            X = _check_solutions(X_star, T, problem.n)
+            if problem.A.ndim == 3 and problem.A.shape[0] != T:
+                raise ValueError(f"the LP has {problem.A.shape[0]} samples but Z has {T}")
+            Theta, y, info = solve_dual_formulation(problem.A, X, Z, self.lam, self.radius)
+            self.objective_ = dual_formulation_objective(Theta, y, problem.A, X, Z, self.lam)
+            self.dual_ = y
+            self.n_iter_ = 1
+        else:
+            constraint_matrix, basis = self._bases(Z, X_star, A, b, lp, basis)
+            M, _ = reduced_cost_operator(constraint_matrix, basis)
+            Theta, info = solve_mom(M, Z, self.lam, self.radius, self.solver, self.tol)
+            self.objective_ = mom_objective(Theta, M, Z, self.lam)
+            self.n_iter_ = int(info.get("rounds", 1))
+        info["seconds"] = time.perf_counter() - start
+        self.coef_ = Theta
+        self.solver_info_ = info
+        self.n_features_in_ = Z.shape[1]
+        return self
+
+    @staticmethod
+    def _bases(Z, X_star, A, b, lp, basis):
+        """The constraint matrix and the (T, m) bases of the training samples."""
+        T = Z.shape[0]
+        if basis is None:
+            if X_star is None:
+                raise ValueError("MOM needs the observed optimal solutions X_star (or their bases via basis=)")
+            problem = resolve_lp(A, b, lp)
+            return problem.A, problem.basis_from_solution(_check_solutions(X_star, T, problem.n))
+        if lp is not None:
+            constraint_matrix = lp.A
+        elif A is not None:
+            constraint_matrix = np.asarray(A, dtype=float)
+        else:
+            raise ValueError("the constraints are needed: pass lp=StandardFormLP or A=...")
+        basis = np.asarray(basis)
+        m = constraint_matrix.shape[-2]
+        if basis.shape != (T, m):
+            raise ValueError(f"basis must be ({T}, {m}) (one basis of m = {m} columns per sample); got {basis.shape}")
+        if not np.issubdtype(basis.dtype, np.integer):
+            raise ValueError(f"basis must hold integer column indices; got dtype {basis.dtype}")
+        return constraint_matrix, basis
+
+    def predict_cost(self, Z) -> np.ndarray:
+        """c_hat = Theta z for every row of Z (T, d): (T, n)."""
+        self._check_fitted()
+        Z = check_features(Z)
+        if Z.shape[1] != self.coef_.shape[1]:
+            raise ValueError(f"Z has {Z.shape[1]} features but the model was fitted with {self.coef_.shape[1]}")
+        return Z @ self.coef_.T

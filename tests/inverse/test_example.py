@@ -19,6 +19,10 @@ def test_example_is_deterministic_and_valid():
     assert problem.feature_names == ("hour_sin", "hour_cos", "rain_mm", "weekend")
     # 16 flow-balance rows of rank 15 (one dropped) + 24 bound rows; 24 edges + 24 bound slacks.
     assert problem.lp.A.shape == (15 + 24, 48) and problem.std_map.eq_rows_kept.size == 15
+    # Flow balance implies x_e <= 1: the presolve drops the bounds (and their slacks).
+    reduced, _ = load_inverse_problem(tables, drop_implied=True)
+    assert reduced.lp.A.shape == (15, 24)
+    np.testing.assert_array_equal(reduced.X_std, problem.X_orig)
     # Every observed route is a south-west to north-east path: 6 edges, one leaving the source.
     X = problem.X_orig
     assert np.all(X.sum(axis=1) == 6)

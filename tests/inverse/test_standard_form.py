@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
+from mom_pipeline.inverse.presolve import drop_implied_constraints, implied_constraints
 from mom_pipeline.inverse.standard_form import (
     OriginalConstraints,
     StandardFormError,
@@ -157,3 +158,39 @@ def test_costs_and_constant_of_shifted_and_flipped_variables():
     np.testing.assert_allclose(A @ x_std[0], b)
     c = np.array([[1.0, 2.0, -3.0]])
     assert (std_map.cost_to_standard(c) @ x_std[0] + std_map.objective_constant(c))[0] == pytest.approx(c[0] @ x[0])
+
+
+def _as_constraints(lp) -> OriginalConstraints:
+    n = len(lp["lower"])
+    arrays = {}
+    for A_name, b_name in (("A_ub", "b_ub"), ("A_eq", "b_eq")):
+        arrays[A_name] = lp[A_name] if lp[A_name] is not None else np.zeros((0, n))
+        arrays[b_name] = lp[b_name] if lp[b_name] is not None else np.zeros(0)
+    return OriginalConstraints(**arrays, lower=lp["lower"], upper=lp["upper"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inequality_lps())
+def test_dropping_implied_constraints_keeps_the_optimum(case):
+    lp, c = case
+    reference = _linprog(lp, c)
+    reduced = drop_implied_constraints(_as_constraints(lp))
+    A, b, std_map = to_standard_form_batch(reduced)
+    assert A.shape[1] <= to_standard_form(**lp)[0].shape[1]
+    solution = solve_lp_batch(A, b, std_map.cost_to_standard(c))
+    value = solution.objective[0] + std_map.objective_constant(c)[0]
+    assert value == pytest.approx(reference.fun, abs=1e-7 * (1 + abs(reference.fun)))
+    x = std_map.to_original(solution.x)[0]  # feasible for the constraints as given
+    if lp["A_ub"] is not None:
+        assert np.all(lp["A_ub"] @ x <= lp["b_ub"] + 1e-7)
+    assert np.all(x >= lp["lower"] - 1e-7) and np.all(x <= lp["upper"] + 1e-7)
+
+
+def test_constraints_implied_only_by_each_other_are_not_both_dropped():
+    """x_0 = x_1 with x_0 <= 1 and x_1 <= 1: either bound implies the other, one must stay;
+    the row x_0 + x_1 <= 5 is implied by them and goes."""
+    rows, bounds = implied_constraints(A_ub=[[1.0, 1.0]], b_ub=[5.0], A_eq=[[1.0, -1.0]], b_eq=[0.0],
+                                       lower=[0.0, 0.0], upper=[1.0, 1.0])
+    assert rows.tolist() == [True] and bounds.tolist() == [True, False]
+    assert implied_constraints(A_ub=[[1.0, 1.0]], b_ub=[-1.0], A_eq=np.zeros((0, 2)), b_eq=np.zeros(0),
+                               lower=[0.0, 0.0], upper=[1.0, 1.0]) is None  # infeasible

@@ -6,6 +6,7 @@ layout is documented in `mom_pipeline.inverse.schema`.
 
 from .example import make_example_dataset
 from .prescription import prescribe
+from .presolve import drop_implied_constraints
 from .schema import InverseInputError, InverseProblem, constraints_to_tables, write_example_tables
 from .standard_form import (
     OriginalConstraints,
@@ -23,6 +24,7 @@ __all__ = [
     "StandardFormError",
     "StandardFormMap",
     "constraints_to_tables",
+    "drop_implied_constraints",
     "load_inverse_problem",
     "make_example_dataset",
     "prescribe",

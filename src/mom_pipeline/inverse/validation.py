@@ -37,6 +37,7 @@ from .schema import (
     read_long_table,
     read_wide_table,
 )
+from .presolve import drop_implied_constraints
 from .standard_form import OriginalConstraints, StandardFormError, convert_samples
 
 ON_INVALID = ("raise", "report")
@@ -138,7 +139,7 @@ def _check_ids_everywhere(raw: dict, required: list, log: IssueLog) -> None:
 def validate_inverse_problem(features, decisions=None, constraints=None, rhs=None, bounds=None, *,
                              feature_columns=None, decision_columns=None, n_variables: int | None = None,
                              add_intercept: bool = False, on_invalid: str = "raise", tol: float = FEASIBILITY_TOL,
-                             file_names: dict | None = None) -> tuple[InverseProblem, pd.DataFrame]:
+                             drop_implied: bool = False, file_names: dict | None = None) -> tuple[InverseProblem, pd.DataFrame]:
     """Validate the tables (see `mom_pipeline.inverse.schema`) into an InverseProblem.
 
     Args:
@@ -150,6 +151,9 @@ def validate_inverse_problem(features, decisions=None, constraints=None, rhs=Non
         on_invalid: "raise" (InverseInputError for the first invalid observation) or
             "report" (drop the invalid observations, each listed in the report).
         tol: relative feasibility tolerance.
+        drop_implied: leave out of the standard form the inequality rows and upper bounds
+            that the other constraints imply (`presolve.drop_implied_constraints`: fewer
+            degenerate bases; costs small LPs, T times more for per-observation constraints).
         file_names: names shown in messages and in the report, e.g. {"features":
             "data/01_raw/features.csv"}; defaults to the table names.
     Returns:
@@ -211,7 +215,8 @@ def validate_inverse_problem(features, decisions=None, constraints=None, rhs=Non
         _raise_nothing_left(log)
     original = original if original.shared else original.subset(keep)
     try:
-        A, b, std_map, converted, failures = convert_samples(original, n_samples=keep.size)
+        reduced = drop_implied_constraints(original) if drop_implied else original
+        A, b, std_map, converted, failures = convert_samples(reduced, n_samples=keep.size)
     except StandardFormError as exc:  # shared constraints: nothing can be converted
         log.fatal("constraints", f"the constraints cannot be put in standard form: {exc.reason}")
     for t, reason in failures.items():

@@ -1,0 +1,115 @@
+"""Kernel features and kernelized MOM."""
+
+import numpy as np
+import pytest
+from sklearn.metrics.pairwise import polynomial_kernel, rbf_kernel
+
+from mom_pipeline.lp import reduced_cost_operator
+from mom_pipeline.methods.kernels import KernelFeatures, KernelMOM
+from mom_pipeline.methods.mom import MOM, mom_objective
+from mom_pipeline.problems import generate_knapsack
+
+
+@pytest.fixture(scope="module")
+def contexts():
+    rng = np.random.default_rng(0)
+    return rng.uniform(-1, 1, size=(30, 5)), rng.uniform(-1, 1, size=(7, 5))
+
+
+@pytest.fixture(scope="module")
+def trial():
+    trial = generate_knapsack(40, 20, degree=4, eps_bar=0.2, seed=3)
+    return trial, trial.lp.solve(trial.train.C).x
+
+
+@pytest.mark.parametrize("degree, gamma", [(1, 1.0), (2, 0.5), (4, 3.0)])
+def test_polynomial_features(contexts, degree, gamma):
+    train, new = contexts
+    features = KernelFeatures(kernel="poly", degree=degree, gamma=gamma).fit(train).transform(new)
+    manual = (new @ train.T / gamma + 1.0) ** degree  # the paper: (z'z / gamma + 1)^degree
+    np.testing.assert_allclose(features, manual, rtol=1e-12)
+    sklearn = polynomial_kernel(new, train, degree=degree, gamma=1.0 / gamma, coef0=1.0)
+    np.testing.assert_allclose(features, sklearn, rtol=1e-12)
+
+
+@pytest.mark.parametrize("gamma", [0.1, 2.0])
+def test_rbf_features_squared_and_unsquared(contexts, gamma):
+    train, new = contexts
+    distance = np.sqrt(((new[:, None, :] - train[None, :, :]) ** 2).sum(axis=2))
+    squared = KernelFeatures(kernel="rbf", gamma=gamma).fit(train).transform(new)
+    np.testing.assert_allclose(squared, np.exp(-distance**2 / gamma), rtol=1e-12)
+    np.testing.assert_allclose(squared, rbf_kernel(new, train, gamma=1.0 / gamma), rtol=1e-12)
+    unsquared = KernelFeatures(kernel="rbf", gamma=gamma, rbf_norm="unsquared").fit(train).transform(new)
+    np.testing.assert_allclose(unsquared, np.exp(-distance / gamma), rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("kernel", ["poly", "rbf"])
+def test_nystroem_landmarks_with_all_samples_permute_the_full_features(contexts, kernel):
+    train, new = contexts
+    full = KernelFeatures(kernel=kernel).fit(train).transform(new)
+    landmarks = KernelFeatures(kernel=kernel, n_components=len(train), random_state=4).fit(train)
+    order = landmarks.nystroem_.component_indices_
+    np.testing.assert_allclose(landmarks.transform(new), full[:, order], rtol=1e-12)
+
+
+def test_nystroem_feature_map_approximates_the_kernel(contexts):
+    train, _ = contexts
+    features = KernelFeatures(kernel="rbf", n_components=len(train), feature_map="nystroem").fit(train)
+    Phi = features.transform(train)  # on the landmarks themselves the approximation is exact
+    np.testing.assert_allclose(Phi @ Phi.T, rbf_kernel(train, gamma=1.0), atol=1e-6)
+
+
+def test_unsquared_rbf_through_nystroem(contexts):
+    train, new = contexts
+    features = KernelFeatures(kernel="rbf", rbf_norm="unsquared", n_components=10, feature_map="nystroem")
+    Phi = features.fit(train).transform(new)
+    assert Phi.shape == (len(new), 10) and np.all(np.isfinite(Phi))
+
+
+@pytest.mark.parametrize("kernel, degree", [("poly", 2), ("rbf", 2)])
+def test_kernel_mom_is_mom_on_the_full_kernel_features(trial, kernel, degree):
+    """The row-space reduction inside KernelMOM is exact: same optimum as MOM (cvxpy) on
+    the full T-dimensional features."""
+    trial, X = trial
+    Z, lam = trial.train.Z, 1e-3
+    model = KernelMOM(kernel=kernel, degree=degree, lam=lam).fit(Z, X, lp=trial.lp)
+    Phi = KernelFeatures(kernel=kernel, degree=degree).fit(Z).transform(Z)
+    reference = MOM(lam=lam, solver="cvxpy").fit(Phi, X, lp=trial.lp)
+    M, _ = reduced_cost_operator(trial.lp.A, trial.lp.basis_from_solution(X))
+    assert mom_objective(model.coef_, M, Phi, lam) == pytest.approx(reference.objective_, rel=1e-6)
+    assert model.objective_ == pytest.approx(reference.objective_, rel=1e-6)
+    assert model.coef_.shape == (trial.lp.n, len(Z))
+    np.testing.assert_allclose(model.predict_cost(trial.test.Z),
+                               model.transform(trial.test.Z) @ model.coef_.T, rtol=1e-12)
+
+
+def test_kernel_mom_with_all_landmarks_predicts_like_the_full_features(trial):
+    trial, X = trial
+    Z = trial.train.Z
+    full = KernelMOM(kernel="poly", degree=2, lam=1e-2).fit(Z, X, lp=trial.lp)
+    landmarks = KernelMOM(kernel="poly", degree=2, lam=1e-2, n_components=len(Z), random_state=1).fit(Z, X, lp=trial.lp)
+    scale = np.abs(full.predict_cost(trial.test.Z)).max()
+    np.testing.assert_allclose(landmarks.predict_cost(trial.test.Z), full.predict_cost(trial.test.Z),
+                               atol=1e-5 * scale)
+    np.testing.assert_allclose(landmarks.decide(trial.test.Z, trial.lp).objective,
+                               full.decide(trial.test.Z, trial.lp).objective, rtol=1e-6, atol=1e-9)
+
+
+def test_names_and_errors(contexts, trial):
+    train, _ = contexts
+    assert KernelMOM(kernel="poly").name == "PolyMOM"
+    assert KernelMOM(kernel="rbf").name == "RbfMOM"
+    assert KernelMOM.needs_costs is False
+    with pytest.raises(ValueError, match="unknown kernel"):
+        KernelFeatures(kernel="sigmoid").fit(train)
+    with pytest.raises(ValueError, match="rbf_norm"):
+        KernelFeatures(kernel="rbf", rbf_norm="cubed").fit(train)
+    with pytest.raises(ValueError, match="gamma"):
+        KernelFeatures(gamma=0.0).fit(train)
+    with pytest.raises(ValueError, match="n_components"):
+        KernelFeatures(n_components=len(train) + 1).fit(train)
+    with pytest.raises(ValueError, match="features"):
+        KernelFeatures().fit(train).transform(train[:, :-1])
+    trial, X = trial
+    with pytest.raises(ValueError, match="lam"):
+        KernelMOM(lam=-1.0).fit(trial.train.Z, X, lp=trial.lp)

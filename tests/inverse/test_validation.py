@@ -143,6 +143,15 @@ def test_invalid_shared_constraint_and_empty_table_raise():
         load_inverse_problem(tables, on_invalid="report")
 
 
+def test_text_feature_column_raises_and_feature_columns_select():
+    tables = _tables(0)
+    tables["features"]["city"] = "Paris"
+    with pytest.raises(InverseInputError, match=r"\['city'\] hold no number"):
+        load_inverse_problem(tables, on_invalid="report")
+    problem, _ = load_inverse_problem(tables, feature_columns=["rain_mm", "weekend"])
+    assert problem.feature_names == ("rain_mm", "weekend") and problem.Z.shape == (12, 2)
+
+
 def test_inconsistent_shared_equalities_raise():
     tables = _tables(0)
     rhs = tables["rhs"]
@@ -223,3 +232,28 @@ def test_prescription_inputs_without_decisions():
     assert problem.n_samples == 4 and problem.X_orig is None and problem.X_std is None and len(report) == 0
     with pytest.raises(InverseInputError, match="n_variables"):
         validate_inverse_problem(tables["new_contexts"], None, tables["constraints"], tables["rhs"])
+
+
+def test_standard_form_input_passes_through_unchanged():
+    """Layout (a): only eq rows and no bounds table is A x = b, x >= 0 as given."""
+    A_eq, _, structure = grid_flow_constraints((3, 3))
+    A, b = structure.constraints()
+    tables = _tables(0)
+    standard = constraints_to_tables(A_eq=A, b_eq=b)
+    assert len(standard["bounds"]) == 0
+    problem, _ = validate_inverse_problem(tables["features"], tables["decisions"], standard["constraints"],
+                                          standard["rhs"])
+    np.testing.assert_array_equal(problem.lp.A, A)
+    np.testing.assert_array_equal(problem.lp.b, b)
+    np.testing.assert_array_equal(problem.X_std, problem.X_orig)
+
+
+def test_box_only_lp_without_constraint_rows():
+    """Only a bounds table: x in [0, 1]^3 (vertices are the 0/1 vectors)."""
+    features = pd.DataFrame({"id": ["a", "b", "c"], "z": [1.0, 2.0, 3.0]})
+    decisions = pd.DataFrame({"id": ["a", "b", "c"], "x_0": [0.0, 1.0, 0.5], "x_1": [1.0, 1.0, 0.0],
+                              "x_2": [0.0, 0.0, 1.0]})
+    bounds = constraints_to_tables(lower=np.zeros(3), upper=np.ones(3))["bounds"]
+    problem, report = validate_inverse_problem(features, decisions, bounds=bounds, on_invalid="report")
+    assert problem.ids.tolist() == ["a", "b"] and problem.lp.A.shape == (3, 6)
+    assert report["id"].tolist() == ["c"] and "not a vertex" in report["reason"][0]

@@ -275,6 +275,10 @@ def read_wide_table(df, table: str, log: IssueLog, columns=None) -> tuple[list, 
     parsed = [_numeric(df, c) for c in columns]
     values = np.column_stack([p[0] for p in parsed])
     not_number = np.column_stack([p[1] for p in parsed])
+    text_columns = [c for j, c in enumerate(columns) if len(df) > 1 and not_number[:, j].all()]
+    if text_columns:
+        log.fatal(table, f"column(s) {text_columns} hold no number: drop them, or name the numeric columns "
+                         f"({'feature_columns' if table == 'features' else 'decision_columns'})")
     bad_cell = not_number | ~np.isfinite(values)
     keep = []
     reported_duplicates = set()
@@ -337,7 +341,8 @@ def read_long_table(df, table: str, log: IssueLog, n: int) -> tuple[pd.DataFrame
     out = pd.DataFrame({ID: ids}, index=np.arange(len(df)))
     if "kind" in columns:
         kinds = df["kind"].astype(str).str.strip().str.lower().to_numpy()
-        flag(~np.isin(kinds, CONSTRAINT_KINDS), lambda r: f"kind {df['kind'].iloc[r]!r} is not one of {CONSTRAINT_KINDS}")
+        flag(~np.isin(kinds, CONSTRAINT_KINDS),
+             lambda r: f"kind {df['kind'].iloc[r]!r} is not one of {CONSTRAINT_KINDS}")
         out["kind"] = kinds
     for index_column, upper in (("row", None), ("col", n)):
         if index_column not in columns:
@@ -372,90 +377,62 @@ def read_long_table(df, table: str, log: IssueLog, n: int) -> tuple[pd.DataFrame
     return out[valid].reset_index(drop=True), per_observation
 
 
+def _scatter(df: pd.DataFrame, per_obs: bool, position: dict, shape: tuple, index_columns: tuple,
+             value_column: str, fill: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """An array of `shape` (with a leading T axis when per_obs) holding df[value_column] at
+    the indices df[index_columns], `fill` elsewhere, and the mask of the entries given.
+    Per-observation rows of ids not in `position` (rejected observations) are ignored."""
+    lead = (len(position),) if per_obs else ()
+    values = np.full(lead + shape, fill)
+    given = np.zeros(lead + shape, dtype=bool)
+    if per_obs:
+        t = df[ID].map(position)
+        mine = t.notna().to_numpy()
+        index = (t[mine].to_numpy(dtype=np.int64),)
+    else:
+        mine = np.ones(len(df), dtype=bool)
+        index = ()
+    index += tuple(df[c].to_numpy()[mine] for c in index_columns)
+    values[index] = df[value_column].to_numpy()[mine]
+    given[index] = True
+    return values, given
+
+
 def build_constraints(tables: dict, ids: list, n: int, log: IssueLog) -> OriginalConstraints:
     """OriginalConstraints for the observations `ids` from parsed long tables.
 
-    tables: {"constraints": (df, per_obs), "rhs": (df, per_obs), "bounds": (df, per_obs) or None}
-    from `read_long_table`. Rows are numbered per kind; m_ub and m_eq are the largest row
-    index + 1 over all observations (rows an observation does not list are 0 = 0 or 0 <= 0).
-    Rows with a coefficient but no rhs reject their observation (raise when shared).
+    tables: {"constraints": (df, per_obs), "rhs": (df, per_obs), "bounds": (df, per_obs)
+    (optional)} from `read_long_table`. Rows are numbered per kind; m_ub and m_eq are the
+    largest row index + 1 over all observations (rows an observation does not list are
+    0 = 0 or 0 <= 0). Rows with a coefficient but no rhs reject their observation (raise
+    when both tables are shared).
     """
-    T = len(ids)
     position = {id: t for t, id in enumerate(ids)}
     cons, cons_per_obs = tables["constraints"]
     rhs, rhs_per_obs = tables["rhs"]
-    sizes = {}
-    for kind in CONSTRAINT_KINDS:
-        rows = np.concatenate([cons.loc[cons["kind"] == kind, "row"].to_numpy(),
-                               rhs.loc[rhs["kind"] == kind, "row"].to_numpy()])
-        sizes[kind] = int(rows.max()) + 1 if rows.size else 0
-
-    def sample_index(df: pd.DataFrame, per_obs: bool) -> tuple[np.ndarray, np.ndarray]:
-        """Rows of df that belong to the observations (all when shared) and their t."""
-        if not per_obs:
-            return np.ones(len(df), dtype=bool), np.zeros(len(df), dtype=np.int64)
-        t = df[ID].map(position)
-        mine = t.notna().to_numpy()
-        return mine, t.fillna(-1).to_numpy(dtype=np.int64)
-
     arrays = {}
-    given = {}
     for kind in CONSTRAINT_KINDS:
-        m = sizes[kind]
-        lead_A = (T,) if cons_per_obs else ()
-        lead_b = (T,) if rhs_per_obs else ()
-        A = np.zeros(lead_A + (m, n))
-        b = np.zeros(lead_b + (m,))
-        has_coef = np.zeros((T if cons_per_obs else 1, m), dtype=bool)
-        has_rhs = np.zeros((T if rhs_per_obs else 1, m), dtype=bool)
-        part = cons[cons["kind"] == kind]
-        mine, t = sample_index(part, cons_per_obs)
-        r, c, v = part["row"].to_numpy()[mine], part["col"].to_numpy()[mine], part["value"].to_numpy()[mine]
-        if cons_per_obs:
-            A[t[mine], r, c] = v
-            has_coef[t[mine], r] = True
-        else:
-            A[r, c] = v
-            has_coef[0, r] = True
-        part = rhs[rhs["kind"] == kind]
-        mine, t = sample_index(part, rhs_per_obs)
-        r, v = part["row"].to_numpy()[mine], part["rhs"].to_numpy()[mine]
-        if rhs_per_obs:
-            b[t[mine], r] = v
-            has_rhs[t[mine], r] = True
-        else:
-            b[r] = v
-            has_rhs[0, r] = True
-        arrays[kind] = (A, b)
-        given[kind] = (has_coef, has_rhs)
-
-    for kind in CONSTRAINT_KINDS:
-        has_coef, has_rhs = given[kind]
-        missing = has_coef & ~has_rhs  # shared (1, m) broadcasts against per-observation (T, m)
-        for t, row in zip(*np.nonzero(missing)):
+        part_A, part_b = cons[cons["kind"] == kind], rhs[rhs["kind"] == kind]
+        rows = np.concatenate([part_A["row"].to_numpy(), part_b["row"].to_numpy()])
+        m = int(rows.max()) + 1 if rows.size else 0
+        A, has_coef = _scatter(part_A, cons_per_obs, position, (m, n), ("row", "col"), "value")
+        b, has_rhs = _scatter(part_b, rhs_per_obs, position, (m,), ("row",), "rhs")
+        missing = has_coef.any(axis=-1) & ~has_rhs  # (m,) shared, else (T, m)
+        for t, row in np.argwhere(np.atleast_2d(missing)):
             reason = f"{kind} row {row} has coefficients in the constraints table but no rhs"
-            if not (cons_per_obs or rhs_per_obs):
+            if missing.ndim == 1:
                 log.fatal("rhs", reason + " (shared rows: every observation would be invalid)")
             log.reject(ids[t], "rhs", None, reason)
-
+        arrays[kind] = (A, b)
     lower, upper = np.zeros(n), np.full(n, np.inf)
-    bounds = tables.get("bounds")
-    if bounds is not None:
-        df, per_obs = bounds
-        mine, t = sample_index(df, per_obs)
-        c = df["col"].to_numpy()[mine]
-        if per_obs:
-            lower, upper = np.zeros((T, n)), np.full((T, n), np.inf)
-            lower[t[mine], c] = df["lower"].to_numpy()[mine]
-            upper[t[mine], c] = df["upper"].to_numpy()[mine]
-        else:
-            lower[c] = df["lower"].to_numpy()[mine]
-            upper[c] = df["upper"].to_numpy()[mine]
-    A_ub, b_ub = arrays["ub"]
-    A_eq, b_eq = arrays["eq"]
-    per_sample = cons_per_obs or rhs_per_obs or lower.ndim == 2
+    if tables.get("bounds") is not None:
+        bounds, per_obs = tables["bounds"]
+        lower, _ = _scatter(bounds, per_obs, position, (n,), ("col",), "lower", fill=0.0)
+        upper, _ = _scatter(bounds, per_obs, position, (n,), ("col",), "upper", fill=np.inf)
+    (A_ub, b_ub), (A_eq, b_eq) = arrays["ub"], arrays["eq"]
+    per_sample = any(arr.ndim > ndim for arr, ndim in ((A_ub, 2), (b_ub, 1), (lower, 1)))
     return OriginalConstraints(A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, lower=lower, upper=upper,
-                               n_samples=T if per_sample else None)
+                               n_samples=len(ids) if per_sample else None)
 
 
 # --------------------------------------------------------------------------- writing

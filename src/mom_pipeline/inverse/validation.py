@@ -26,7 +26,9 @@ import pandas as pd
 
 from ..lp import BasisError, StandardFormLP, basis_from_solution
 from .schema import (
+    CONSTRAINT_COLUMNS,
     ID,
+    RHS_COLUMNS,
     SHARED_ID,
     InverseInputError,
     InverseProblem,
@@ -139,7 +141,8 @@ def _check_ids_everywhere(raw: dict, required: list, log: IssueLog) -> None:
 def validate_inverse_problem(features, decisions=None, constraints=None, rhs=None, bounds=None, *,
                              feature_columns=None, decision_columns=None, n_variables: int | None = None,
                              add_intercept: bool = False, on_invalid: str = "raise", tol: float = FEASIBILITY_TOL,
-                             drop_implied: bool = False, file_names: dict | None = None) -> tuple[InverseProblem, pd.DataFrame]:
+                             drop_implied: bool = False,
+                             file_names: dict | None = None) -> tuple[InverseProblem, pd.DataFrame]:
     """Validate the tables (see `mom_pipeline.inverse.schema`) into an InverseProblem.
 
     Args:
@@ -179,8 +182,8 @@ def validate_inverse_problem(features, decisions=None, constraints=None, rhs=Non
         X_valid = np.zeros((0, n))
     if constraints is None and rhs is None and bounds is None:
         log.fatal("constraints", "no constraints given (constraints, rhs and bounds are all missing)")
-    empty = {"constraints": pd.DataFrame(columns=["id", "kind", "row", "col", "value"]),
-             "rhs": pd.DataFrame(columns=["id", "kind", "row", "rhs"])}
+    empty = {"constraints": pd.DataFrame(columns=list(CONSTRAINT_COLUMNS)),
+             "rhs": pd.DataFrame(columns=list(RHS_COLUMNS))}
     given = {"constraints": constraints, "rhs": rhs, "bounds": bounds}
     parsed = {name: read_long_table(given[name] if given[name] is not None else empty[name], name, log, n)
               for name in ("constraints", "rhs")}

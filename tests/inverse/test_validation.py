@@ -257,3 +257,36 @@ def test_box_only_lp_without_constraint_rows():
     problem, report = validate_inverse_problem(features, decisions, bounds=bounds, on_invalid="report")
     assert problem.ids.tolist() == ["a", "b"] and problem.lp.A.shape == (3, 6)
     assert report["id"].tolist() == ["c"] and "not a vertex" in report["reason"][0]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["constraints", "rhs", "bounds"]), st.integers(0, 10**6), st.integers(0, 10))
+def test_nan_in_a_shared_constraint_cell_raises_in_both_modes(table, row_seed, column_seed):
+    """A shared row belongs to every observation: NaN there raises, naming the file and row."""
+    tables = _tables(0)
+    frame = tables[table]
+    row = row_seed % len(frame)
+    columns = [c for c in frame.columns if c != "id"]  # an empty id just means "shared"
+    frame[columns[column_seed % len(columns)]] = frame[columns[column_seed % len(columns)]].astype(object)
+    frame.loc[row, columns[column_seed % len(columns)]] = np.nan
+    for mode in ("raise", "report"):
+        with pytest.raises(InverseInputError) as raised:
+            load_inverse_problem(tables, file_names=FILES, on_invalid=mode)
+        assert raised.value.file == FILES[table] and raised.value.row == row and f"row {row}:" in str(raised.value)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10**6), st.sampled_from(["kind", "row", "rhs"]))
+def test_nan_in_a_per_observation_rhs_cell_rejects_that_observation(row_seed, column):
+    tables, _ = _per_observation_tables()
+    rhs = tables["rhs"]
+    row = row_seed % len(rhs)
+    bad_id = rhs.loc[row, "id"]
+    rhs[column] = rhs[column].astype(object)
+    rhs.loc[row, column] = np.nan
+    with pytest.raises(InverseInputError) as raised:
+        load_inverse_problem(tables, file_names=FILES)
+    assert raised.value.file == FILES["rhs"] and raised.value.row == row and raised.value.id == bad_id
+    problem, report = load_inverse_problem(tables, file_names=FILES, on_invalid="report")
+    assert report["id"].tolist() == [bad_id] and report["row"].tolist() == [row]
+    assert bad_id not in problem.ids and problem.n_samples == 5

@@ -70,14 +70,20 @@ def implied_constraints(A_ub, b_ub, A_eq, b_eq, lower, upper) -> tuple[np.ndarra
 
 def drop_implied_constraints(constraints: OriginalConstraints) -> OriginalConstraints:
     """The constraints without the inequality rows and upper bounds that every (feasible)
-    sample's other constraints imply (see `implied_constraints`). One set of LPs for shared
-    constraints; one per sample otherwise (T * (m_ub + n) small LPs)."""
+    sample's other constraints imply (see `implied_constraints`). One set of m_ub + n small
+    LPs for shared constraints, one per distinct sample otherwise (about 2 ms per LP)."""
     samples = [0] if constraints.shared else range(constraints.n_samples)
     rows = np.ones(constraints.A_ub.shape[-2], dtype=bool)
     bounds = np.ones(constraints.n, dtype=bool)
     feasible = 0
+    seen = set()
     for t in samples:
-        implied = implied_constraints(**constraints.of(t))
+        sample = constraints.of(t)
+        key = b"|".join(np.ascontiguousarray(arr).tobytes() for arr in sample.values())
+        if key in seen:  # samples with the same constraints: the same answer
+            continue
+        seen.add(key)
+        implied = implied_constraints(**sample)
         if implied is not None:
             rows &= implied[0]
             bounds &= implied[1]

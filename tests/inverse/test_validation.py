@@ -290,3 +290,20 @@ def test_nan_in_a_per_observation_rhs_cell_rejects_that_observation(row_seed, co
     problem, report = load_inverse_problem(tables, file_names=FILES, on_invalid="report")
     assert report["id"].tolist() == [bad_id] and report["row"].tolist() == [row]
     assert bad_id not in problem.ids and problem.n_samples == 5
+
+
+def test_the_documented_example_tables_parse():
+    """The example in the schema docstring (x_0 + x_1 <= 4, x_0 - x_2 = 1, -1 <= x_2 <= 2,
+    x_1 free), read from CSV text as a user would."""
+    import io
+
+    read = lambda text: pd.read_csv(io.StringIO(text))  # noqa: E731
+    constraints = read("id,kind,row,col,value\n*,ub,0,0,1\n*,ub,0,1,1\n*,eq,0,0,1\n*,eq,0,2,-1\n")
+    rhs = read("id,kind,row,rhs\n*,ub,0,4\n*,eq,0,1\n")
+    bounds = read("id,col,lower,upper\n*,1,-inf,inf\n*,2,-1,2\n")
+    features = pd.DataFrame({"id": [1, 2, 3], "z": [0.0, 1.0, 2.0]})
+    decisions = pd.DataFrame({"id": [1, 2, 3], "x_0": [0.0, 3.0, 1.0], "x_1": [4.0, 1.0, 1.0],
+                              "x_2": [-1.0, 2.0, 0.0]})
+    problem, report = validate_inverse_problem(features, decisions, constraints, rhs, bounds, on_invalid="report")
+    assert problem.ids.tolist() == ["1", "2"] and problem.lp.A.shape == (3, 6)
+    assert report["id"].tolist() == ["3"] and "not a vertex" in report["reason"][0]  # interior of the edge

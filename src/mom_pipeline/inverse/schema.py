@@ -1,9 +1,13 @@
 """Input tables for inverse LP on your own data: learn c_hat = Theta z from observed decisions.
 
 Each observation t has a context (features z_t), an LP over n decision variables
-x = (x_0, ..., x_{n-1}) and the decision x*_t observed as optimal for it. The costs are
-never needed. Tables are CSV or parquet files read into pandas DataFrames; every table has
-a column ``id``.
+x = (x_0, ..., x_{n-1}) and the decision x*_t observed as optimal for it:
+
+    x*_t  solves  min c_t'x  s.t.  A_ub x <= b_ub,  A_eq x = b_eq,  lower <= x <= upper
+
+with unknown costs c_t: MOM learns c_hat = Theta z from (z_t, x*_t) alone, and prescribes
+decisions for new contexts. Tables are CSV or parquet files read into pandas DataFrames;
+every table has a column ``id``. Five tables, the last three describing the constraints:
 
 **features** (required): one row per observation.
 
@@ -12,54 +16,69 @@ a column ``id``.
 ``id`` is unique; every other column is a numeric feature (or pick them with
 ``feature_columns``). ``add_intercept=True`` appends a constant feature ``intercept`` = 1.
 
-**decisions** (required for training): one row per observation, the observed optimal
-solution in the variables of YOUR LP (not the standard form).
+**decisions** (required for training; absent for prescription): one row per observation,
+the observed optimal solution in the variables of YOUR LP (not a standard form).
 
     id, x_0, x_1, ..., x_{n-1}
 
 Columns ``x_0..x_{n-1}`` must all be present (or name them with ``decision_columns``, in
 variable order). n is the number of variables.
 
-**constraints**: the coefficients of the LP rows, one row per nonzero coefficient
+**constraints**: the coefficients of the LP rows, one table row per nonzero coefficient
 (coefficients not listed are 0).
 
     id, kind, row, col, value
 
-``kind`` is ``ub`` for a row  sum_col value * x_col <= rhs  or ``eq`` for  = rhs; ``row``
-numbers the rows of each kind from 0; ``col`` is the variable index 0..n-1. ``id`` is ``*``
+``kind`` is ``ub`` for a row  sum_col value * x_col <= rhs,  or ``eq`` for  = rhs (write a
+>= row as a ``ub`` row times -1). ``row`` numbers the rows of each kind from 0 (``ub`` and
+``eq`` rows are numbered separately); ``col`` is the variable index 0..n-1. ``id`` is ``*``
 (or empty) for rows shared by all observations, or the id of the observation they belong
 to. A table is either all shared or all per observation.
 
-**rhs**: the right-hand sides, one row per constraint row.
+**rhs**: the right-hand sides, one table row per constraint row.
 
     id, kind, row, rhs
 
-Same ``id`` convention (shared or per observation, independently of the constraints
-table: e.g. a shared matrix with per-observation right-hand sides). Every row that has a
-coefficient needs a rhs.
+Same ``id`` convention, independently of the constraints table (e.g. a shared matrix with
+per-observation right-hand sides). Every row with a coefficient needs a rhs; a row an
+observation does not list at all is 0 = 0 (eq) or 0 <= 0 (ub).
 
-**bounds** (optional): one row per variable whose bounds are not the default 0 <= x < inf.
+**bounds** (optional): one table row per variable whose bounds are not the default
+0 <= x_col < inf.
 
     id, col, lower, upper
 
 ``lower`` may be ``-inf`` and ``upper`` may be ``inf`` (write them out: an empty cell is
 an error, not "no bound"). Same ``id`` convention.
 
-The standard form A x = b, x >= 0 is the special case with only ``eq`` rows and no bounds
-table. Per-observation constraints must give every observation the same number of rows
-and the same kinds of bounds (finite or infinite), so that their standard forms have one
-size. Row numbers in error messages and in the rejection report (``row``) are 0-based
-positions in the table: the line of a CSV file with a header is row + 2.
+Example, shared by every observation: x_0 + x_1 <= 4, x_0 - x_2 = 1, -1 <= x_2 <= 2,
+x_1 free (x_0 keeps the default x_0 >= 0):
 
-Validation (`mom_pipeline.inverse.validation.validate_inverse_problem`) checks every table
-and rejects an observation, naming the file, the row and the reason, when: its id is
-missing or duplicated, or absent from another table; a value is NaN, infinite or not a
-number; an index is out of range; a rhs is missing; its decision x* is not feasible
-(relative tolerance 1e-7) or not a vertex of its LP; its constraints are inconsistent
-or convert to a standard form of another size. ``on_invalid="raise"`` stops at the first
-invalid observation; ``"report"`` drops every invalid observation and lists each in a
-rejection report (columns id, file, row, reason). A problem in a table as a whole (a
-missing column, an empty table, an invalid shared constraint) always raises.
+    constraints: id,kind,row,col,value      rhs: id,kind,row,rhs    bounds: id,col,lower,upper
+                 *,ub,0,0,1                      *,ub,0,4                   *,1,-inf,inf
+                 *,ub,0,1,1                      *,eq,0,1                   *,2,-1,2
+                 *,eq,0,0,1
+                 *,eq,0,2,-1
+
+The standard form A x = b, x >= 0 is the special case with only ``eq`` rows and no bounds
+table. Any other LP is converted (`mom_pipeline.inverse.standard_form`): finite lower
+bounds shifted, free variables split, upper-only variables flipped, slacks for ``ub`` rows
+and finite upper bounds, dependent ``eq`` rows dropped; decisions and costs map back and
+forth. Per-observation constraints must give every observation the same kinds of bounds
+(finite or infinite) and equality rows of the same rank, so that the standard forms have
+one size.
+
+Validation (`mom_pipeline.inverse.validation.validate_inverse_problem`) rejects an
+observation, naming the file, the row and the reason, when: its id is missing, duplicated
+or absent from another table; a value is NaN, infinite or not a number; an index is out of
+range; a rhs is missing; its constraints are inconsistent or convert to a standard form of
+another size; its decision x* is not feasible (relative tolerance 1e-7) or not a vertex of
+its LP. ``on_invalid="raise"`` raises for the first invalid observation (saying how many
+more there are); ``on_invalid="report"`` drops every invalid observation and lists each
+once in a rejection report (columns id, file, row, reason). A problem of a table as a whole
+(a missing column, an empty table, an invalid shared constraint) raises in both modes.
+Row numbers in messages and in the report are 0-based positions in the table: the line of
+a CSV file with a header is row + 2.
 """
 
 from __future__ import annotations
@@ -341,6 +360,7 @@ def read_long_table(df, table: str, log: IssueLog, n: int) -> tuple[pd.DataFrame
     out = pd.DataFrame({ID: ids}, index=np.arange(len(df)))
     if "kind" in columns:
         kinds = df["kind"].astype(str).str.strip().str.lower().to_numpy()
+        flag(df["kind"].isna().to_numpy(), lambda r: "column 'kind' is empty (NaN)")
         flag(~np.isin(kinds, CONSTRAINT_KINDS),
              lambda r: f"kind {df['kind'].iloc[r]!r} is not one of {CONSTRAINT_KINDS}")
         out["kind"] = kinds
@@ -348,6 +368,7 @@ def read_long_table(df, table: str, log: IssueLog, n: int) -> tuple[pd.DataFrame
         if index_column not in columns:
             continue
         values, not_number = _numeric(df, index_column)
+        flag(df[index_column].isna().to_numpy(), lambda r, c=index_column: f"column {c!r} is empty (NaN)")
         integral = np.isfinite(values) & (values == np.round(values))
         flag(~integral, lambda r, c=index_column: f"{c} {df[c].iloc[r]!r} is not an integer index")
         in_range = integral & (values >= 0) & (values < (upper if upper is not None else np.inf))

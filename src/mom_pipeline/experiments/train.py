@@ -80,6 +80,9 @@ def parse_methods(spec: ExperimentSpec) -> list[MethodConfig]:
         if bad:
             raise SpecError(f"experiment {spec.name!r}: method {label!r}: {cfg['estimator']} has no "
                             f"hyperparameters {sorted(bad)}; it accepts {sorted(accepted)}")
+        both = set(grid) & set(params)
+        if both:
+            raise SpecError(f"experiment {spec.name!r}: method {label!r}: {sorted(both)} both fixed (params) and tuned (grid)")
         factors = tuple(float(f) for f in cfg.get("radius_factors") or ())
         if factors and "radius" not in accepted:
             raise SpecError(f"experiment {spec.name!r}: method {label!r}: radius_factors but no radius parameter")

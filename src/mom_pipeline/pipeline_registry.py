@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kedro.pipeline import Pipeline
 
-from mom_pipeline.pipelines import basis_extraction, data_generation, evaluation, online, reporting, training
+from mom_pipeline.pipelines import basis_extraction, data_generation, evaluation, inverse, online, reporting, training
 
 # Which paper figures each registered pipeline reproduces (NOTES.md's table).
 EXPERIMENTS = {
@@ -46,4 +46,8 @@ def register_pipelines() -> dict[str, Pipeline]:
         name: sum((figures[f] for f in figs), Pipeline([])) for name, figs in EXPERIMENTS.items()
     }
     pipelines["__default__"] = sum(figures.values(), Pipeline([]))
+    # Inverse LP on the user's tables (data/01_raw/inverse/) and the shipped example.
+    pipelines["inverse"] = inverse.create_pipeline("inverse")
+    pipelines["prescribe"] = inverse.prescribe_pipeline("inverse")
+    pipelines["inverse_example"] = inverse.example_pipeline("inverse_example")
     return pipelines

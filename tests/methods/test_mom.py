@@ -252,3 +252,20 @@ def test_clear_errors():
     model = MOM().fit(Z, X, lp=lp)
     with pytest.raises(ValueError, match="features"):
         model.predict_cost(Z[:, :-1])
+
+
+def test_a_singular_basis_names_the_sample():
+    from mom_pipeline.lp import BasisError
+
+    trial, X, _ = _problem("shortest_path", 20, seed=9)
+    basis = trial.lp.solve(trial.train.C).basis.copy()
+    A = trial.lp.A
+    # Swap one tree edge of sample 7 for an edge that closes a cycle: A_B becomes singular.
+    swaps = ((i, j) for i in range(A.shape[0]) for j in np.setdiff1d(np.arange(A.shape[1]), basis[7]))
+    for i, j in swaps:
+        candidate = np.sort(np.concatenate([np.delete(basis[7], i), [j]]))
+        if np.linalg.matrix_rank(A[:, candidate]) < A.shape[0]:
+            basis[7] = candidate
+            break
+    with pytest.raises(BasisError, match="sample 7"):
+        MOM().fit(trial.train.Z, lp=trial.lp, basis=basis)

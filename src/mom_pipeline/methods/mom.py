@@ -40,7 +40,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg
 import threadpoolctl
 
-from ..lp import StandardFormLP, reduced_cost_operator
+from ..lp import BasisError, StandardFormLP, reduced_cost_operator
 from .base import CostModel, check_features, resolve_lp
 
 SOLVERS = ("fast", "cvxpy")
@@ -107,17 +107,27 @@ def _clarabel_settings(max_iter: int = 200) -> clarabel.DefaultSettings:
     settings = clarabel.DefaultSettings()
     settings.verbose = False
     settings.max_iter = max_iter
+    settings.max_threads = 1  # deterministic results (and no spinning threads on a busy machine)
     return settings
 
 
 def _solve_clarabel(P, q, A, b, cones, what: str) -> np.ndarray:
-    """min 0.5 x'Px + q'x s.t. b - Ax in cones; raises when Clarabel does not solve it."""
-    solver = clarabel.DefaultSolver(sp.triu(P, format="csc"), q, sp.csc_matrix(A), b, cones, _clarabel_settings())
-    solution = solver.solve()
-    status = str(solution.status)
-    if status not in ("Solved", "AlmostSolved"):
-        raise RuntimeError(f"Clarabel did not solve the {what} (status {status})")
-    return np.asarray(solution.x)
+    """min 0.5 x'Px + q'x s.t. b - Ax in cones; raises when Clarabel does not solve it.
+
+    A run that stalls (InsufficientProgress, an ill-conditioned KKT system) is retried
+    without equilibration and then with more iterations before giving up.
+    """
+    P, A = sp.triu(P, format="csc"), sp.csc_matrix(A)
+    status = "not run"
+    for attempt in range(3):
+        settings = _clarabel_settings(200 if attempt < 2 else 1000)
+        if attempt >= 1:
+            settings.equilibrate_enable = False
+        solution = clarabel.DefaultSolver(P, q, A, b, cones, settings).solve()
+        status = str(solution.status)
+        if status in ("Solved", "AlmostSolved"):
+            return np.asarray(solution.x)
+    raise RuntimeError(f"Clarabel did not solve the {what} (status {status})")
 
 
 def _ball_block(n_vars: int, first: int, size: int, radius: float):
@@ -246,9 +256,10 @@ def _exact_line_search(w, direction, v, a, lam: float, weight: float, mu: float)
 
 
 def _smoothed_hinge_start(rows: _HingeRows, lam: float, weight: float, mu_final: float = 1e-2,
-                          max_steps: int = 30, level_tol: float = 1e-4, shrink: float = 0.1) -> tuple[np.ndarray, int]:
+                          max_steps: int = 30, level_tol: float = 1e-4, shrink: float = 0.1,
+                          mu_start: float = 0.1) -> tuple[np.ndarray, int]:
     """Warm start: minimize the MOM objective with the hinge smoothed (Huber, width mu) by
-    Newton's method with exact line search, for mu = 1, 0.1, ..., mu_final, each level from
+    Newton's method with exact line search, for mu = 0.1, 0.01, ..., mu_final, each level from
     the previous solution.
 
     The smoothed loss is piecewise quadratic: curvature 1/mu only on rows whose margin is
@@ -261,7 +272,7 @@ def _smoothed_hinge_start(rows: _HingeRows, lam: float, weight: float, mu_final:
     w = np.zeros(p)
     steps = 0
     direct = p <= 2000  # a dense Hessian up to here; conjugate gradients beyond (kernel features)
-    mu = 1.0
+    mu = mu_start
     gram, gram_rows = np.zeros((p, p)), np.zeros(rows.T * rows.K, dtype=bool)
     while True:
         v = 1.0 - rows.margins(w)
@@ -347,6 +358,12 @@ def _solve_scaled(M, Z, lam, radius, tol, w0, band, linear_below, max_rounds):
                 w0 *= radius / np.linalg.norm(w0)
                 band = max(band, 0.1)  # a cruder start: more rows near the margin
     u_start = rows.margins(np.asarray(w0, dtype=float).ravel())
+    if radius is None and newton_steps:
+        w, active_steps = _active_set_finish(rows, lam, weight, u_start, tol)
+        if w is not None:
+            info = dict(rounds=1, working_set=0, linear_rows=int((rows.margins(w) < 1.0).sum()), clarabel_solves=0,
+                        newton_steps=int(newton_steps), active_set_steps=active_steps, rows=int(rows.T * rows.K))
+            return w.reshape(rows.n, rows.d), info
     # Rows far below the margin at the start are assumed violated (linear). With a weak
     # regularizer that assumption lets the restricted optimum jump far (its linear pull is
     # only held back by lam); a jump shows as many broken rows, and then fewer rows are
@@ -375,6 +392,50 @@ def _solve_scaled(M, Z, lam, radius, tol, w0, band, linear_below, max_rounds):
     info = dict(rounds=round_, working_set=int(working.sum()), linear_rows=int(linear.sum()),
                 clarabel_solves=int(solves), newton_steps=int(newton_steps), rows=int(rows.T * rows.K))
     return w.reshape(rows.n, rows.d), info
+
+
+def _active_set_finish(rows: _HingeRows, lam: float, weight: float, u: np.ndarray, tol: float,
+                       mu: float = 1e-2, max_steps: int = 25):
+    """The exact optimum by a primal-dual active-set method on the optimality conditions, or None.
+
+    Optimality: lam w = H' alpha with alpha_i = weight on violated rows (margin < 1),
+    0 on satisfied rows (margin > 1) and alpha_i in [0, weight] on margin rows (margin = 1).
+    Given a guess of the margin rows E and the violated rows L (from the smoothed start:
+    its curved rows are E), w and alpha_E solve a |E| x |E| linear system; rows whose
+    alpha or margin contradicts the guess move, until none does (then w is optimal, up to
+    tol on the margins). Returns None when the system is singular (more margin rows than
+    independent directions) or the guesses cycle: the working-set QP takes over.
+    """
+    v = 1.0 - u
+    margin, violated = (v > 0) & (v < mu), v >= mu
+    alpha_tol = 1e-9 * weight
+    for step in range(1, max_steps + 1):
+        gradient = weight * rows.weighted_sum(violated.astype(float))
+        index = np.flatnonzero(margin)
+        if index.size > rows.n * rows.d:
+            return None, step  # more margin rows than dimensions: dependent, leave it to the QP
+        H_e = rows.dense_rows(index)
+        gram = H_e @ H_e.T
+        rhs = lam - H_e @ gradient
+        try:
+            factor = scipy.linalg.cho_factor(gram)
+        except np.linalg.LinAlgError:
+            return None, step
+        alpha = scipy.linalg.cho_solve(factor, rhs)
+        if not np.allclose(gram @ alpha, rhs, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(rhs).max())):
+            return None, step  # numerically singular: the margin rows are not independent
+        w = (gradient + H_e.T @ alpha) / lam
+        u = rows.margins(w)
+        to_satisfied = np.zeros_like(margin)
+        to_violated = np.zeros_like(margin)
+        to_satisfied[index] = alpha < -alpha_tol
+        to_violated[index] = alpha > weight + alpha_tol
+        to_margin = (violated & (u > 1.0 + tol)) | (~violated & ~margin & (u < 1.0 - tol))
+        if not (to_satisfied.any() or to_violated.any() or to_margin.any()):
+            return w, step
+        margin = (margin & ~to_satisfied & ~to_violated) | to_margin
+        violated = (violated & ~to_margin) | to_violated
+    return None, max_steps
 
 
 def _closed_form_start(rows: _HingeRows, lam: float, weight: float, radius: float | None):
@@ -528,6 +589,21 @@ def _check_solutions(X_star, T: int, n: int) -> np.ndarray:
     return X
 
 
+def _operators(A, basis: np.ndarray) -> np.ndarray:
+    """reduced_cost_operator(A, basis)[0], (T, n - m, n), built once per distinct basis when
+    A is shared (samples with the same optimal solution share a basis: few distinct ones)."""
+    A = np.asarray(A, dtype=float)
+    if A.ndim == 3:
+        return reduced_cost_operator(A, basis)[0]
+    distinct, inverse = np.unique(basis, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    try:
+        M_distinct, _ = reduced_cost_operator(A, distinct)
+    except BasisError as error:  # name the first training sample with that basis
+        raise BasisError(int(np.flatnonzero(inverse == error.sample)[0]), error.reason) from None
+    return M_distinct[inverse]
+
+
 class MOM(CostModel):
     """Maximum Optimality Margin: c_hat = Theta z learned from observed optimal solutions.
 
@@ -582,7 +658,7 @@ class MOM(CostModel):
             self.n_iter_ = 1
         else:
             constraint_matrix, basis = self._bases(Z, X_star, A, b, lp, basis)
-            M, _ = reduced_cost_operator(constraint_matrix, basis)
+            M = _operators(constraint_matrix, basis)
             Theta, info = solve_mom(M, Z, self.lam, self.radius, self.solver, self.tol)
             self.objective_ = mom_objective(Theta, M, Z, self.lam)
             self.n_iter_ = int(info.get("rounds", 1))

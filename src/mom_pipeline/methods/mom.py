@@ -13,18 +13,29 @@ loss over the rows h_tk without intercept: a linear SVM whose labels are all +1.
 
 Solvers:
 * "cvxpy": the reference, one vectorized matrix constraint H w >= 1 - s through Clarabel.
-* "fast": an exact working-set method (`solve_hinge_qp`). Rows are split into those
-  assumed violated at the optimum (their hinge is linear there: it enters the QP as a
-  constant gradient, whatever their number), those assumed satisfied (dropped) and a small
-  working set kept as hinge constraints; the restricted QP is solved with Clarabel directly,
-  and rows whose assumption the restricted optimum breaks join the working set. The
-  restricted problem lower-bounds the full one, so when no assumption is broken its optimum
-  is optimal for the full problem (exact termination test, up to `tol` on the margins).
+* "fast": exact, in three steps (`solve_hinge_qp`).
+  1. Warm start: the hinge smoothed to a Huber loss of width mu, minimized by Newton's
+     method with exact line search for mu = 0.1 then 0.01 (the Hessian involves only the
+     rows in the smoothed piece, updated as rows enter and leave it). At large lam the
+     closed form with every row violated is tried first (it is the optimum when it
+     violates every row).
+  2. Active-set finish: the optimality conditions with the smoothed rows guessed as the
+     margin rows are a small linear system; rows whose multiplier or margin contradicts
+     the guess move, and when none does the point is optimal. It gives up (and step 3
+     runs) when the margin rows are linearly dependent, which happens often on these LPs
+     (hundreds of rows on the margin in a space of rank below 100).
+  3. Working set: rows clearly violated at the start enter a QP as a constant gradient
+     (their hinge is linear there), rows clearly satisfied are dropped, the rest are hinge
+     constraints; Clarabel solves it; rows that break their assumption join the working
+     set. The restricted problem lower-bounds the full one, so when no row breaks its
+     assumption (up to `tol` on the margins) the restricted optimum is the optimum.
+  With the ball ||Theta||_F <= radius only step 3 runs (Clarabel takes the cone).
 
 formulation="dual" (beyond the paper) drops the basis: free dual variables y_t (m per
 sample) with reduced costs c_hat_t - A_t' y_t equal to 0 on the support of x*_t and
->= 1 - s_t elsewhere. When x*_t is non-degenerate (support = basis) it is the basis
-formulation; on degenerate LPs (shortest path) it does not have to pick a basis.
+>= 1 - s_t elsewhere (`solve_dual_formulation`). When x*_t is non-degenerate (support =
+basis) it is the basis formulation; on degenerate LPs (shortest path) it does not have to
+pick a basis.
 """
 
 from __future__ import annotations
@@ -40,7 +51,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg
 import threadpoolctl
 
-from ..lp import BasisError, StandardFormLP, reduced_cost_operator
+from ..lp import BasisError, StandardFormLP, basis_matrices, reduced_cost_operator
 from .base import CostModel, check_features, resolve_lp
 
 SOLVERS = ("fast", "cvxpy")
@@ -80,7 +91,8 @@ def hinge_rows(M, Z, sparse: bool = False):
 
 def optimality_margins(Theta, M, Z) -> np.ndarray:
     """Reduced costs of the predicted costs, M_t Theta z_t, for every sample: (T, K)."""
-    return np.einsum("tkn,tn->tk", M, np.asarray(Z, dtype=float) @ np.asarray(Theta, dtype=float).T)
+    costs = np.asarray(Z, dtype=float) @ np.asarray(Theta, dtype=float).T
+    return (np.asarray(M) @ costs[:, :, None])[..., 0]  # batched matmul: faster than einsum here
 
 
 def mom_hinge_loss(Theta, M, Z) -> np.ndarray:
@@ -157,7 +169,7 @@ class _HingeRows:
 
     def weighted_sum(self, alpha: np.ndarray) -> np.ndarray:
         """H' alpha, (n*d,)."""
-        per_cost = np.einsum("tk,tkn->tn", alpha.reshape(self.T, self.K), self.M)
+        per_cost = (alpha.reshape(self.T, 1, self.K) @ self.M)[:, 0, :]
         return (per_cost.T @ self.Z).ravel()
 
     def dense_rows(self, index: np.ndarray) -> np.ndarray:
@@ -503,67 +515,65 @@ def support_mask(X) -> np.ndarray:
     return X > SUPPORT_TOL * np.maximum(1.0, np.abs(X).max(axis=1, keepdims=True))
 
 
-def _reduced_cost_rows(A, Z) -> sp.csr_matrix:
-    """The linear map (vec(Theta), y) -> (Theta z_t - A_t' y_t)_j for every (t, j): (T*n, n*d + T*m).
-
-    Row t*n + j; columns: vec(Theta) row-major, then y_t (m per sample) sample by sample.
-    """
-    A = np.asarray(A, dtype=float)
-    T, d = Z.shape
-    m, n = A.shape[-2:]
-    p = n * d
-    t = np.repeat(np.arange(T), n * d)
-    j = np.tile(np.repeat(np.arange(n), d), T)
-    l = np.tile(np.arange(d), T * n)
-    theta_part = sp.csr_matrix((Z[t, l], (t * n + j, j * d + l)), shape=(T * n, p))
-    if A.ndim == 2:
-        i_nz, j_nz = np.nonzero(A)
-        t_nz = np.repeat(np.arange(T), i_nz.size)
-        i_nz, j_nz = np.tile(i_nz, T), np.tile(j_nz, T)
-        values = -np.tile(A[np.nonzero(A)], T)
-    else:
-        t_nz, i_nz, j_nz = np.nonzero(A)
-        values = -A[t_nz, i_nz, j_nz]
-    y_part = sp.csr_matrix((values, (t_nz * n + j_nz, t_nz * m + i_nz)), shape=(T * n, T * m))
-    return sp.hstack([theta_part, y_part], format="csr")
-
-
-def solve_dual_formulation(A, X, Z, lam: float, radius: float | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
     """MOM without a basis: Clarabel on the whole problem, built sparse in one go.
 
         min (lam/2)||Theta||^2 + (1/T) sum_t sum_{j not in supp x*_t} s_tj
         s.t. (Theta z_t - A_t' y_t)_j = 0 on supp(x*_t), >= 1 - s_tj elsewhere, s >= 0.
 
+    Solved in an equivalent, smaller parametrization: for any basis B_t containing the
+    support S_t, the duals with zero reduced cost on S_t correspond one to one to the
+    reduced costs u_t on B_t \ S_t (y_t = A_B^{-T}(c_B - r_B), r_B = 0 on S_t, u_t on the
+    rest), and then the reduced costs of the non-basic columns are M_t c_t - M_t[:, B \ S] u_t.
+    So the rows are h_tk'vec(Theta) - M_t[k, B\S] u_t >= 1 - s (k non-basic) and
+    u_tj >= 1 - s (j in B \ S), with u free: no equality rows, no y.
+
     Args:
-        A: (m, n) or (T, m, n); X: (T, n) observed optimal solutions; Z: (T, d).
+        A: (m, n) or (T, m, n); basis: (T, m) bases containing the supports of X;
+        X: (T, n) observed optimal solutions; Z: (T, d).
     Returns:
-        Theta (n, d), y (T, m) and an info dict.
+        Theta (n, d), duals y (T, m) and an info dict.
     """
     Z = np.asarray(Z, dtype=float)
+    A = np.asarray(A, dtype=float)
     T, d = Z.shape
-    m, n = np.shape(A)[-2:]
+    m, n = A.shape[-2:]
     p = n * d
-    support = support_mask(X).ravel()
-    rows = _reduced_cost_rows(A, Z)
-    n_eq, n_off = int(support.sum()), int((~support).sum())
-    n_vars = p + T * m + n_off
-    slack = sp.identity(n_off, format="csr")
-    equality = sp.hstack([rows[support], sp.csr_matrix((n_eq, n_off))], format="csr")
-    margin = sp.hstack([-rows[~support], -slack], format="csr")
-    nonnegative = sp.hstack([sp.csr_matrix((n_off, p + T * m)), -slack], format="csr")
-    blocks = [equality, margin, nonnegative]
-    b = [np.zeros(n_eq), -np.ones(n_off), np.zeros(n_off)]
-    cones = [clarabel.ZeroConeT(n_eq), clarabel.NonnegativeConeT(2 * n_off)]
+    support = support_mask(X)
+    extra = ~np.take_along_axis(support, basis, axis=1)  # (T, m): basic but not in the support
+    sample_of_u, position_of_u = np.nonzero(extra)
+    Q = sample_of_u.size
+    M = _operators(A, basis)
+    K = M.shape[1]
+    # Coefficients of u in the non-basic rows: -M[t, k, column of u], for the u of sample t.
+    values = -M[sample_of_u[:, None], np.arange(K)[None, :], basis[sample_of_u, position_of_u][:, None]]
+    row = sample_of_u[:, None] * K + np.arange(K)[None, :]
+    column = np.broadcast_to(np.arange(Q)[:, None], values.shape)
+    nonzero = values != 0
+    u_part = sp.csr_matrix((values[nonzero], (row[nonzero], column[nonzero])), shape=(T * K, Q))
+    reduced = sp.vstack([sp.hstack([hinge_rows(M, Z, sparse=True), u_part]),
+                         sp.hstack([sp.csr_matrix((Q, p)), sp.identity(Q)])], format="csr")
+    n_rows = T * K + Q
+    n_vars = p + Q + n_rows
+    slack = sp.identity(n_rows, format="csr")
+    blocks = [sp.hstack([-reduced, -slack]), sp.hstack([sp.csr_matrix((n_rows, p + Q)), -slack])]
+    b = [-np.ones(n_rows), np.zeros(n_rows)]  # reduced + s >= 1, s >= 0
+    cones = [clarabel.NonnegativeConeT(2 * n_rows)]
     if radius is not None:
         A_ball, b_ball, cone = _ball_block(n_vars, 0, p, radius)
         blocks.append(A_ball), b.append(b_ball), cones.append(cone)
     P = sp.diags(np.concatenate([np.full(p, lam), np.zeros(n_vars - p)]), format="csc")
-    q = np.concatenate([np.zeros(p + T * m), np.full(n_off, 1.0 / T)])
+    q = np.concatenate([np.zeros(p + Q), np.full(n_rows, 1.0 / T)])
     with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
         x = _solve_clarabel(P, q, sp.vstack(blocks, format="csr"), np.concatenate(b), cones,
                             "dual-formulation MOM QP")
-    Theta, y = x[:p].reshape(n, d), x[p:p + T * m].reshape(T, m)
-    return Theta, y, dict(equality_rows=n_eq, margin_rows=n_off)
+    Theta = x[:p].reshape(n, d)
+    # The duals: y_t = A_B^{-T} (c_B - r_B) with r_B = u on B \ S and 0 on S.
+    r_basic = np.zeros((T, m))
+    r_basic[sample_of_u, position_of_u] = x[p:p + Q]
+    costs_basic = np.take_along_axis(Z @ Theta.T, basis, axis=1)
+    y = np.linalg.solve(np.swapaxes(basis_matrices(A, basis), 1, 2), (costs_basic - r_basic)[..., None])[..., 0]
+    return Theta, y, dict(equality_rows=int(support.sum()), margin_rows=int(n_rows), free_reduced_costs=int(Q))
 
 
 def dual_formulation_objective(Theta, y, A, X, Z, lam: float) -> float:
@@ -652,7 +662,9 @@ class MOM(CostModel):
             X = _check_solutions(X_star, T, problem.n)
             if problem.A.ndim == 3 and problem.A.shape[0] != T:
                 raise ValueError(f"the LP has {problem.A.shape[0]} samples but Z has {T}")
-            Theta, y, info = solve_dual_formulation(problem.A, X, Z, self.lam, self.radius)
+            # Any basis containing the supports parametrizes the same problem (see there).
+            Theta, y, info = solve_dual_formulation(problem.A, problem.basis_from_solution(X), X, Z, self.lam,
+                                                    self.radius)
             self.objective_ = dual_formulation_objective(Theta, y, problem.A, X, Z, self.lam)
             self.dual_ = y
             self.n_iter_ = 1

@@ -19,18 +19,21 @@ BACKENDS = ("sequential", "loky", "dask")
 @dataclass(frozen=True)
 class ComputeConfig:
     """backend: sequential | loky | dask; n_jobs: workers (-1: all cores);
-    dask_address: scheduler address such as tcp://127.0.0.1:8786 (dask only)."""
+    dask_address: scheduler address such as tcp://127.0.0.1:8786 (dask only);
+    checkpoint_dir: where finished trials are kept so a killed run resumes (None: off)."""
 
     backend: str = "sequential"
     n_jobs: int = 1
     dask_address: str | None = None
+    checkpoint_dir: str | None = None
 
     @classmethod
     def from_params(cls, params: dict | None) -> "ComputeConfig":
         params = dict(params or {})
-        unknown = set(params) - {"backend", "n_jobs", "dask_address"}
+        unknown = set(params) - {"backend", "n_jobs", "dask_address", "checkpoint_dir"}
         if unknown:
-            raise ValueError(f"compute: unknown keys {sorted(unknown)}; use backend, n_jobs, dask_address")
+            raise ValueError(f"compute: unknown keys {sorted(unknown)}; use backend, n_jobs, dask_address, "
+                             "checkpoint_dir")
         config = cls(**params)
         if config.backend not in BACKENDS:
             raise ValueError(f"compute.backend must be one of {BACKENDS}; got {config.backend!r}")

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..methods.base import CostModel
 from .data import TrialData, TrialSolutions
+from .checkpoint import CheckpointStore, trial_key
 from .progress import progress_enabled
 from .spec import ExperimentSpec, SpecError
 
@@ -155,6 +156,21 @@ def train_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolution
     log.info("%s: setting %s=%s trial %d trained %d methods in %.1f s", spec.name, spec.sweep_param,
              trial.setting_value, trial.trial, len(out), time.perf_counter() - started)
     return out
+
+
+def train_trial_resumable(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolutions,
+                          checkpoint_dir: str | None) -> dict[str, TrainedMethod]:
+    """`train_trial`, reusing the trial's checkpoint when a previous run finished it."""
+    store = CheckpointStore(checkpoint_dir)
+    key = trial_key(spec, trial.setting, trial.trial)
+    cached = store.load(key)
+    if cached is not None:
+        log.info("%s: reusing finished trial (setting %d, trial %d) from %s", spec.name, trial.setting, trial.trial,
+                 checkpoint_dir)
+        return cached
+    trained = train_trial(spec, trial, solutions)
+    store.save(key, trained)
+    return trained
 
 
 def partition_key(setting: int, trial: int) -> str:

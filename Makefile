@@ -9,7 +9,7 @@ export KEDRO_DISABLE_TELEMETRY := true
 export DO_NOT_TRACK := 1
 export MPLBACKEND := Agg
 
-.PHONY: run test bench install viz clean-venv
+.PHONY: run test bench bench-experiments install viz clean-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +29,12 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/lp_oracles.py
-	@if [ -f benchmarks/mom_fit.py ]; then $(BIN)/python benchmarks/mom_fit.py; fi
+	$(BIN)/python benchmarks/mom_fit.py
+	$(BIN)/python benchmarks/methods_speed.py
+
+# End-to-end wall time and peak memory of every paper experiment at the paper's settings (long).
+bench-experiments: $(STAMP)
+	$(BIN)/python benchmarks/experiments.py
 
 viz: $(STAMP)
 	$(BIN)/kedro viz run

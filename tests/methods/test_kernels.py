@@ -25,7 +25,7 @@ def trial():
 @pytest.mark.parametrize("degree, gamma", [(1, 1.0), (2, 0.5), (4, 3.0)])
 def test_polynomial_features(contexts, degree, gamma):
     train, new = contexts
-    features = KernelFeatures(kernel="poly", degree=degree, gamma=gamma).fit(train).transform(new)
+    features = KernelFeatures(kernel="poly", degree=degree, gamma=gamma, normalize=False).fit(train).transform(new)
     manual = (new @ train.T / gamma + 1.0) ** degree  # the paper: (z'z / gamma + 1)^degree
     np.testing.assert_allclose(features, manual, rtol=1e-12)
     sklearn = polynomial_kernel(new, train, degree=degree, gamma=1.0 / gamma, coef0=1.0)
@@ -73,7 +73,9 @@ def test_kernel_mom_is_mom_on_the_full_kernel_features(trial, kernel, degree):
     trial, X = trial
     Z, lam = trial.train.Z, 1e-3
     model = KernelMOM(kernel=kernel, degree=degree, lam=lam).fit(Z, X, lp=trial.lp)
-    Phi = KernelFeatures(kernel=kernel, degree=degree).fit(Z).transform(Z)
+    Phi = model.transform(Z)  # the normalized kernel features
+    np.testing.assert_allclose(Phi * model.features_.scale_, KernelFeatures(kernel=kernel, degree=degree,
+                               normalize=False).fit(Z).transform(Z), rtol=1e-12)
     reference = MOM(lam=lam, solver="cvxpy").fit(Phi, X, lp=trial.lp)
     M, _ = reduced_cost_operator(trial.lp.A, trial.lp.basis_from_solution(X))
     assert mom_objective(model.coef_, M, Phi, lam) == pytest.approx(reference.objective_, rel=1e-6)
@@ -93,6 +95,16 @@ def test_kernel_mom_with_all_landmarks_predicts_like_the_full_features(trial):
                                atol=1e-5 * scale)
     np.testing.assert_allclose(landmarks.decide(trial.test.Z, trial.lp).objective,
                                full.decide(trial.test.Z, trial.lp).objective, rtol=1e-6, atol=1e-9)
+
+
+def test_normalized_features_reach_one(contexts):
+    train, new = contexts
+    raw = KernelFeatures(kernel="poly", degree=4, gamma=0.1, normalize=False).fit(train)
+    scaled = KernelFeatures(kernel="poly", degree=4, gamma=0.1).fit(train)
+    assert np.abs(scaled.transform(train)).max() == pytest.approx(1.0)
+    np.testing.assert_allclose(scaled.transform(new) * scaled.scale_, raw.transform(new), rtol=1e-12)
+    rbf = KernelFeatures(kernel="rbf").fit(train)
+    assert rbf.scale_ == pytest.approx(1.0)  # k(z, z) = 1: RBF features are unchanged
 
 
 def test_names_and_errors(contexts, trial):

@@ -13,6 +13,14 @@ n_components landmark contexts Nystroem samples, (kappa(z, s))_{s in landmarks}:
 n_components = T it is the full map up to a permutation of the columns, which leaves MOM
 unchanged. feature_map="nystroem" uses Nystroem's own features K(z, S) K_SS^{-1/2} (inner
 products approximate kappa itself: the regularizer becomes the RKHS norm, not the paper's).
+
+normalize=True (default) divides the kernel by its largest value on the training contexts
+(scale_; 1 for RBF, so RBF features are unchanged). Polynomial kernels reach (|z|^2/gamma + 1)^degree,
+e.g. 6.7e6 for degree 4, gamma 0.1 and z in [0, 1]^5; MOM's lam then acts on a scale so
+different from the data's that a QP solver cannot tell the regularizer from round-off
+(lam / |features|^2 ~ 1e-18 at lam = 1e-4: Clarabel reports false infeasibility).
+Normalized, lam keeps its meaning across degrees and gammas: it equals the paper's lam
+times the squared scale (a reparametrization of the tuning grid, not another model).
 """
 
 from __future__ import annotations
@@ -54,7 +62,7 @@ class KernelFeatures(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, kernel: str = "poly", degree: int = 2, gamma: float = 1.0, n_components: int | None = None,
-                 random_state=0, rbf_norm: str = "squared", feature_map: str = "landmarks"):
+                 random_state=0, rbf_norm: str = "squared", feature_map: str = "landmarks", normalize: bool = True):
         self.kernel = kernel
         self.degree = degree
         self.gamma = gamma
@@ -62,6 +70,7 @@ class KernelFeatures(TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.rbf_norm = rbf_norm
         self.feature_map = feature_map
+        self.normalize = normalize
 
     def _check_params(self) -> None:
         if self.kernel not in KERNELS:
@@ -104,6 +113,10 @@ class KernelFeatures(TransformerMixin, BaseEstimator):
             self.reference_ = np.asarray(self.nystroem_.components_)
         self.n_features_in_ = Z.shape[1]
         self.n_features_out_ = self.reference_.shape[0]
+        self.scale_ = 1.0
+        if self.normalize:
+            largest = float(np.abs(self._kernel(Z, self.reference_)).max())
+            self.scale_ = largest if largest > 0 else 1.0
         return self
 
     def transform(self, Z) -> np.ndarray:
@@ -114,8 +127,8 @@ class KernelFeatures(TransformerMixin, BaseEstimator):
         if Z.shape[1] != self.n_features_in_:
             raise ValueError(f"Z has {Z.shape[1]} features but KernelFeatures was fitted with {self.n_features_in_}")
         if self.nystroem_ is not None and self.feature_map == "nystroem":
-            return self.nystroem_.transform(Z)
-        return self._kernel(Z, self.reference_)
+            return self.nystroem_.transform(Z) / np.sqrt(self.scale_)  # inner products ~ kernel / scale_
+        return self._kernel(Z, self.reference_) / self.scale_
 
 
 class KernelMOM(CostModel):
@@ -133,7 +146,7 @@ class KernelMOM(CostModel):
     def __init__(self, kernel: str = "poly", degree: int = 2, gamma: float = 1.0, lam: float = 1e-2,
                  n_components: int | None = None, solver: str = "fast", formulation: str = "basis",
                  random_state=0, rbf_norm: str = "squared", feature_map: str = "landmarks",
-                 radius: float | None = None):
+                 radius: float | None = None, normalize: bool = True):
         self.kernel = kernel
         self.degree = degree
         self.gamma = gamma
@@ -145,6 +158,7 @@ class KernelMOM(CostModel):
         self.rbf_norm = rbf_norm
         self.feature_map = feature_map
         self.radius = radius
+        self.normalize = normalize
 
     @property
     def name(self) -> str:
@@ -152,7 +166,8 @@ class KernelMOM(CostModel):
 
     def _features(self) -> KernelFeatures:
         return KernelFeatures(kernel=self.kernel, degree=self.degree, gamma=self.gamma, n_components=self.n_components,
-                              random_state=self.random_state, rbf_norm=self.rbf_norm, feature_map=self.feature_map)
+                              random_state=self.random_state, rbf_norm=self.rbf_norm, feature_map=self.feature_map,
+                              normalize=self.normalize)
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
         """Kernel features of Z (T, d), then MOM (see `MOM.fit`; C is ignored)."""

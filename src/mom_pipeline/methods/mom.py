@@ -162,6 +162,7 @@ class _HingeRows:
         self.M, self.Z = M, Z
         self.T, self.K, self.n = M.shape
         self.d = Z.shape[1]
+        self._feature_gram = None
 
     def margins(self, w: np.ndarray) -> np.ndarray:
         """H w, (T*K,)."""
@@ -171,6 +172,28 @@ class _HingeRows:
         """H' alpha, (n*d,)."""
         per_cost = (alpha.reshape(self.T, 1, self.K) @ self.M)[:, 0, :]
         return (per_cost.T @ self.Z).ravel()
+
+    def gram(self, index: np.ndarray) -> np.ndarray:
+        """H[index] H[index]' = (M_i . M_j)(z_i . z_j): (len(index), len(index)), without forming H."""
+        t, k = np.divmod(index, self.K)
+        M_rows = self.M[t, k]
+        if self.d <= self.n:
+            return (M_rows @ M_rows.T) * (self.Z[t] @ self.Z[t].T)
+        if self._feature_gram is None:  # many features (kernels): the T x T Gram matrix once
+            self._feature_gram = self.Z @ self.Z.T
+        return (M_rows @ M_rows.T) * self._feature_gram[np.ix_(t, t)]
+
+    def margins_of(self, index: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """H[index] w, (len(index),)."""
+        t, k = np.divmod(index, self.K)
+        costs = self.Z[t] @ w.reshape(self.n, self.d).T
+        return np.einsum("in,in->i", self.M[t, k], costs)
+
+    def weighted_sum_of(self, index: np.ndarray, beta: np.ndarray) -> np.ndarray:
+        """H[index]' beta, (n*d,)."""
+        alpha = np.zeros(self.T * self.K)
+        np.add.at(alpha, index, beta)
+        return self.weighted_sum(alpha)
 
     def dense_rows(self, index: np.ndarray) -> np.ndarray:
         """The rows `index` of H, dense (len(index), n*d)."""
@@ -283,7 +306,7 @@ def _smoothed_hinge_start(rows: _HingeRows, lam: float, weight: float, mu_final:
     p = rows.n * rows.d
     w = np.zeros(p)
     steps = 0
-    direct = p <= 2000  # a dense Hessian up to here; conjugate gradients beyond (kernel features)
+    direct = p <= 2000  # a dense p x p Hessian up to here; beyond (kernel features) Woodbury or CG
     mu = mu_start
     gram, gram_rows = np.zeros((p, p)), np.zeros(rows.T * rows.K, dtype=bool)
     while True:
@@ -309,11 +332,18 @@ def _smoothed_hinge_start(rows: _HingeRows, lam: float, weight: float, mu_final:
                 hessian = (weight / mu) * gram
                 hessian[np.diag_indices(p)] += lam
                 direction = -_solve_positive(hessian, gradient)
+            elif curved.size <= 3000:
+                # Many features (kernels): Woodbury, a |Q| x |Q| system whose matrix
+                # H_Q H_Q' = (M_Q M_Q') * (Z_Q Z_Q') comes from the Gram matrix of the features.
+                small = rows.gram(curved)
+                small[np.diag_indices(curved.size)] += lam * mu / weight
+                beta = _solve_positive(small, rows.margins_of(curved, gradient))
+                direction = -(gradient - rows.weighted_sum_of(curved, beta)) / lam
             else:
                 H_q = rows.rows(curved)
                 operator = scipy.sparse.linalg.LinearOperator(
                     (p, p), matvec=lambda x, H_q=H_q: lam * x + (weight / mu) * (H_q.T @ (H_q @ x)))
-                direction = -scipy.sparse.linalg.cg(operator, gradient, rtol=1e-6, maxiter=200)[0]
+                direction = -scipy.sparse.linalg.cg(operator, gradient, rtol=1e-6, maxiter=100)[0]
             a = rows.margins(direction)
             step = _exact_line_search(w, direction, v, a, lam, weight, mu)
             w = w + step * direction
@@ -426,17 +456,17 @@ def _active_set_finish(rows: _HingeRows, lam: float, weight: float, u: np.ndarra
         index = np.flatnonzero(margin)
         if index.size > rows.n * rows.d:
             return None, step  # more margin rows than dimensions: dependent, leave it to the QP
-        H_e = rows.dense_rows(index)
-        gram = H_e @ H_e.T
-        rhs = lam - H_e @ gradient
-        try:
-            factor = scipy.linalg.cho_factor(gram)
-        except np.linalg.LinAlgError:
-            return None, step
-        alpha = scipy.linalg.cho_solve(factor, rhs)
-        if not np.allclose(gram @ alpha, rhs, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(rhs).max())):
-            return None, step  # numerically singular: the margin rows are not independent
-        w = (gradient + H_e.T @ alpha) / lam
+        alpha = np.zeros(0)
+        if index.size:
+            gram = rows.gram(index)
+            rhs = lam - rows.margins_of(index, gradient)
+            try:
+                alpha = scipy.linalg.cho_solve(scipy.linalg.cho_factor(gram), rhs)
+            except np.linalg.LinAlgError:
+                return None, step
+            if not np.allclose(gram @ alpha, rhs, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(rhs).max())):
+                return None, step  # numerically singular: the margin rows are not independent
+        w = (gradient + rows.weighted_sum_of(index, alpha)) / lam
         u = rows.margins(w)
         to_satisfied = np.zeros_like(margin)
         to_violated = np.zeros_like(margin)

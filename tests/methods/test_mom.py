@@ -269,3 +269,37 @@ def test_a_singular_basis_names_the_sample():
             break
     with pytest.raises(BasisError, match="sample 7"):
         MOM().fit(trial.train.Z, lp=trial.lp, basis=basis)
+
+
+@pytest.mark.parametrize("rank", [5, 40])
+def test_box_qp_of_the_working_set_matches_cvxpy(rank):
+    from mom_pipeline.methods.mom import _box_qp
+
+    rng = np.random.default_rng(rank)
+    factor = rng.normal(size=(40, rank))
+    Q, c, upper = factor @ factor.T, rng.normal(size=40), 0.3
+    a = _box_qp(Q, c, upper)
+    x = cp.Variable(40)
+    problem = cp.Problem(cp.Minimize(0.5 * cp.quad_form(x, cp.psd_wrap(Q)) + c @ x), [x >= 0, x <= upper])
+    problem.solve(solver=cp.CLARABEL)
+    assert a.min() >= 0 and a.max() <= upper
+    assert 0.5 * a @ Q @ a + c @ a == pytest.approx(problem.value, rel=1e-7, abs=1e-9)
+
+
+def test_kernel_sized_problems_take_the_dual_working_set_path(monkeypatch):
+    """Many features and few rows: the restricted QPs are solved as box QPs; still exact."""
+    import mom_pipeline.methods.mom as mom_module
+
+    calls = []
+    box_qp = mom_module._box_qp
+    monkeypatch.setattr(mom_module, "_box_qp", lambda *args, **kwargs: calls.append(1) or box_qp(*args, **kwargs))
+    trial, X, M = _problem("knapsack", 30, seed=10)
+    Z = np.random.default_rng(11).normal(size=(30, 100))  # 21 * 100 = 2100 unknowns, 300 rows
+    w0 = np.random.default_rng(12).normal(size=M.shape[2] * Z.shape[1])  # skips the active-set finish
+    for lam in (1e-4, 1e-1):
+        Theta, info = solve_hinge_qp(M, Z, lam, w0=w0)
+        reference, _ = solve_hinge_qp_cvxpy(M, Z, lam)
+        # Near-separable: the optimum is small and cvxpy's absolute gap (1e-8) dominates.
+        assert mom_objective(Theta, M, Z, lam) == pytest.approx(mom_objective(reference, M, Z, lam),
+                                                                rel=1e-6, abs=2e-8)
+    assert calls  # the box-QP path ran

@@ -222,6 +222,15 @@ def _restricted_qp(rows: _HingeRows, lam: float, weight: float, working: np.ndar
         return w
     index = np.flatnonzero(working)
     k = index.size
+    if radius is None and p > max(2000, 2 * k):
+        # Many features (kernels), fewer rows: the dual, a box QP over the working rows with
+        # the k x k Gram matrix, is far smaller than the primal for Clarabel (its KKT
+        # system fills a dense p x p block). Clarabel remains the fallback.
+        try:
+            alpha = _box_qp(rows.gram(index) / lam, rows.margins_of(index, gradient) / lam - 1.0, weight)
+            return (gradient + rows.weighted_sum_of(index, alpha)) / lam
+        except RuntimeError:
+            pass
     n_vars = p + k
     H_w = rows.rows(index)
     identity = sp.identity(k, format="csr")
@@ -235,6 +244,62 @@ def _restricted_qp(rows: _HingeRows, lam: float, weight: float, working: np.ndar
     P = sp.diags(np.concatenate([np.full(p, lam), np.zeros(k)]), format="csc")
     q = np.concatenate([-gradient, np.full(k, weight)])
     return _solve_clarabel(P, q, A, b, cones, "restricted MOM QP")[:p]
+
+
+def _box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_iter: int = 200) -> np.ndarray:
+    """argmin 0.5 a'Qa + c'a s.t. 0 <= a <= upper (Q positive semidefinite, k x k).
+
+    Mehrotra's predictor-corrector interior-point method; each iteration factors
+    Q + diag(z_l / a + z_u / (upper - a)). For the MOM working set Q a + c = margins - 1, so
+    the multipliers z live on the margin scale (1): the tolerances are absolute there. Stops
+    when the residual of Q a + c - z_l + z_u is below tol and the mean complementarity
+    below tol * upper.
+    """
+    k = c.size
+    a = np.full(k, 0.5 * upper)
+    z_low = np.ones(k)
+    z_up = np.ones(k)
+    for _ in range(max_iter):
+        gap_up = upper - a
+        residual = Q @ a + c - z_low + z_up
+        mu = (a @ z_low + gap_up @ z_up) / (2 * k)
+        largest = np.abs(residual).max()
+        if (largest <= tol and mu <= tol * upper) or (largest <= 1e3 * tol and mu <= 1e-6 * tol * upper):
+            return a  # converged, or at the round-off floor of a badly scaled Q (kernels, tiny lam)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            system = Q + np.diag(z_low / a + z_up / gap_up)
+        if not np.isfinite(system).all():
+            break
+        try:
+            factor = scipy.linalg.cho_factor(system)
+        except np.linalg.LinAlgError:
+            break
+
+        def direction(target, corr_low, corr_up):
+            rhs = -residual + (target - a * z_low - corr_low) / a - (target - gap_up * z_up - corr_up) / gap_up
+            d_a = scipy.linalg.cho_solve(factor, rhs)
+            d_low = (target - a * z_low - corr_low - z_low * d_a) / a
+            d_up = (target - gap_up * z_up - corr_up + z_up * d_a) / gap_up
+            return d_a, d_low, d_up
+
+        def longest_step(d_a, d_low, d_up):
+            ratios = [1.0]
+            for value, change in ((a, d_a), (gap_up, -d_a), (z_low, d_low), (z_up, d_up)):
+                shrinking = change < 0
+                if shrinking.any():
+                    ratios.append(float(np.min(-value[shrinking] / change[shrinking])))
+            return min(ratios)
+
+        if not (np.isfinite(a).all() and gap_up.min() > 0 and a.min() > 0):
+            break  # round-off pushed an iterate onto the bounds: give up, Clarabel takes over
+        d_a, d_low, d_up = direction(0.0, 0.0, 0.0)
+        t = longest_step(d_a, d_low, d_up)
+        mu_affine = ((a + t * d_a) @ (z_low + t * d_low) + (gap_up - t * d_a) @ (z_up + t * d_up)) / (2 * k)
+        sigma = (mu_affine / mu) ** 3
+        d_a, d_low, d_up = direction(sigma * mu, d_a * d_low, -d_a * d_up)
+        t = 0.99 * longest_step(d_a, d_low, d_up)
+        a, z_low, z_up = a + t * d_a, z_low + t * d_low, z_up + t * d_up
+    raise RuntimeError("the box-constrained QP of the working set did not converge")
 
 
 def _solve_positive(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -553,10 +618,10 @@ def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = No
 
     Solved in an equivalent, smaller parametrization: for any basis B_t containing the
     support S_t, the duals with zero reduced cost on S_t correspond one to one to the
-    reduced costs u_t on B_t \ S_t (y_t = A_B^{-T}(c_B - r_B), r_B = 0 on S_t, u_t on the
-    rest), and then the reduced costs of the non-basic columns are M_t c_t - M_t[:, B \ S] u_t.
-    So the rows are h_tk'vec(Theta) - M_t[k, B\S] u_t >= 1 - s (k non-basic) and
-    u_tj >= 1 - s (j in B \ S), with u free: no equality rows, no y.
+    reduced costs u_t on B_t - S_t (y_t = A_B^{-T}(c_B - r_B), r_B = 0 on S_t, u_t on the
+    rest), and then the reduced costs of the non-basic columns are M_t c_t - M_t[:, B - S] u_t.
+    So the rows are h_tk'vec(Theta) - M_t[k, B - S] u_t >= 1 - s (k non-basic) and
+    u_tj >= 1 - s (j in B - S), with u free: no equality rows, no y.
 
     Args:
         A: (m, n) or (T, m, n); basis: (T, m) bases containing the supports of X;
@@ -598,7 +663,7 @@ def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = No
         x = _solve_clarabel(P, q, sp.vstack(blocks, format="csr"), np.concatenate(b), cones,
                             "dual-formulation MOM QP")
     Theta = x[:p].reshape(n, d)
-    # The duals: y_t = A_B^{-T} (c_B - r_B) with r_B = u on B \ S and 0 on S.
+    # The duals: y_t = A_B^{-T} (c_B - r_B) with r_B = u on B - S and 0 on S.
     r_basic = np.zeros((T, m))
     r_basic[sample_of_u, position_of_u] = x[p:p + Q]
     costs_basic = np.take_along_axis(Z @ Theta.T, basis, axis=1)

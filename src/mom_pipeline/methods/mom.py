@@ -29,6 +29,9 @@ Solvers:
      constraints; Clarabel solves it; rows that break their assumption join the working
      set. The restricted problem lower-bounds the full one, so when no row breaks its
      assumption (up to `tol` on the margins) the restricted optimum is the optimum.
+     With many features (kernels: n*d > 2000) and fewer working rows, the restricted QP is
+     solved in its dual, a box QP over the working rows with their k x k Gram matrix, by
+     an interior-point method (`_box_qp`); Clarabel is the fallback.
   With the ball ||Theta||_F <= radius only step 3 runs (Clarabel takes the cone).
 
 formulation="dual" (beyond the paper) drops the basis: free dual variables y_t (m per
@@ -709,7 +712,19 @@ def _operators(A, basis: np.ndarray) -> np.ndarray:
     return M_distinct[inverse]
 
 
-class MOM(CostModel):
+class LinearCostModel(CostModel):
+    """A cost model c_hat = coef_ z (coef_: (n, d)); MOM and its online variants share it."""
+
+    def predict_cost(self, Z) -> np.ndarray:
+        """c_hat = Theta z for every row of Z (T, d): (T, n)."""
+        self._check_fitted()
+        Z = check_features(Z)
+        if Z.shape[1] != self.coef_.shape[1]:
+            raise ValueError(f"Z has {Z.shape[1]} features but the model was fitted with {self.coef_.shape[1]}")
+        return Z @ self.coef_.T
+
+
+class MOM(LinearCostModel):
     """Maximum Optimality Margin: c_hat = Theta z learned from observed optimal solutions.
 
     Hyperparameters:
@@ -797,11 +812,3 @@ class MOM(CostModel):
         if not np.issubdtype(basis.dtype, np.integer):
             raise ValueError(f"basis must hold integer column indices; got dtype {basis.dtype}")
         return constraint_matrix, basis
-
-    def predict_cost(self, Z) -> np.ndarray:
-        """c_hat = Theta z for every row of Z (T, d): (T, n)."""
-        self._check_fitted()
-        Z = check_features(Z)
-        if Z.shape[1] != self.coef_.shape[1]:
-            raise ValueError(f"Z has {Z.shape[1]} features but the model was fitted with {self.coef_.shape[1]}")
-        return Z @ self.coef_.T

@@ -303,3 +303,15 @@ def test_kernel_sized_problems_take_the_dual_working_set_path(monkeypatch):
         assert mom_objective(Theta, M, Z, lam) == pytest.approx(mom_objective(reference, M, Z, lam),
                                                                 rel=1e-6, abs=2e-8)
     assert calls  # the box-QP path ran
+
+
+def test_per_sample_constraints_give_the_shared_result():
+    from mom_pipeline.lp import StandardFormLP
+
+    trial, X, _ = _problem("knapsack", 25, seed=13)
+    T = len(X)
+    stacked = StandardFormLP(A=np.repeat(trial.lp.A[None], T, axis=0), b=np.repeat(trial.lp.b[None], T, axis=0))
+    for formulation in ("basis", "dual"):
+        shared = MOM(lam=1e-2, formulation=formulation).fit(trial.train.Z, X, lp=trial.lp)
+        per_sample = MOM(lam=1e-2, formulation=formulation).fit(trial.train.Z, X, lp=stacked)
+        assert per_sample.objective_ == pytest.approx(shared.objective_, rel=1e-7)

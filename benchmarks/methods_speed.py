@@ -21,7 +21,7 @@ from mom_pipeline.problems import generate_knapsack, generate_shortest_path
 class HighsLoopLP(StandardFormLP):
     """The same LP family solved one sample at a time with HiGHS (the reference)."""
 
-    def solve(self, C, method: str = "auto"):
+    def solve(self, C, method: str = "auto", need_basis: bool = True):
         solutions = [solve_lp_batch(self.A, self.b, c[None]) for c in np.atleast_2d(C)]
         from mom_pipeline.lp import LPSolution
 

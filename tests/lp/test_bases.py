@@ -85,3 +85,14 @@ def test_reduced_cost_operator_matches_definition():
         B, N = basis[t], nonbasic[t]
         expected = c[t, N] - c[t, B] @ np.linalg.solve(A[t][:, B], A[t][:, N])
         np.testing.assert_allclose(M[t] @ c[t], expected, atol=1e-10)
+
+
+def test_reduced_cost_operator_is_shared_and_read_only():
+    A, b = GridShortestPath().constraints()
+    basis = GridShortestPath().solve(np.random.default_rng(0).uniform(1, 2, (30, 40))).basis
+    M1, N1 = reduced_cost_operator(A, basis)
+    M2, _ = reduced_cost_operator(A.copy(), basis.copy())  # same contents: the same arrays
+    assert M1 is M2 and not M1.flags.writeable and not N1.flags.writeable
+    other = basis.copy()
+    other[0] = GridShortestPath().solve(np.random.default_rng(1).uniform(1, 2, (1, 40))).basis[0]
+    assert reduced_cost_operator(A, other)[0] is not M1 or np.array_equal(other, basis)

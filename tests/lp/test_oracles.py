@@ -80,3 +80,17 @@ def test_knapsack_rejects_bad_prices():
 def test_oracle_rejects_wrong_cost_shape():
     with pytest.raises(LPInputError, match="C must be"):
         GridShortestPath().solve(np.ones((3, 39)))
+
+
+@pytest.mark.parametrize("grid", [(5, 5), (2, 6)])
+def test_decisions_only_path_enumeration_matches_the_dp(grid):
+    """need_basis=False evaluates every path at once; same optimal values as the DP and HiGHS."""
+    rng = np.random.default_rng(9)
+    sp = GridShortestPath(*grid)
+    C = np.vstack([rng.uniform(0.1, 5.0, size=(500, sp.n_edges)), rng.integers(0, 3, size=(500, sp.n_edges))])
+    fast = sp.solve(C, need_basis=False)
+    assert fast.basis is None
+    np.testing.assert_allclose(fast.objective, sp.solve(C).objective, atol=1e-9)
+    np.testing.assert_allclose(np.einsum("tn,tn->t", C, fast.x), fast.objective, atol=1e-9)
+    A, b = sp.constraints()
+    np.testing.assert_allclose(np.einsum("mn,tn->tm", A, fast.x), np.broadcast_to(b, (1000, len(b))))

@@ -186,9 +186,9 @@ def test_spo_plus_batches_its_oracle_calls(monkeypatch):
     calls = []
     original = StandardFormLP.solve
 
-    def counting_solve(self, C, method="auto"):
+    def counting_solve(self, C, method="auto", need_basis=True):
         calls.append(np.shape(C)[0])
-        return original(self, C, method)
+        return original(self, C, method, need_basis)
 
     monkeypatch.setattr(StandardFormLP, "solve", counting_solve)
     model = SPOPlus(n_steps=30, batch_size=7).fit(trial.train.Z, lp=trial.lp, C=trial.train.C)

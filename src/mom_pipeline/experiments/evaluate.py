@@ -22,7 +22,7 @@ def evaluate_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolut
     frames = []
     for label, tm in trained.items():
         C_hat = tm.model.predict_cost(data.test.Z)
-        decisions = data.lp.solve(C_hat).x
+        decisions = data.lp.solve(C_hat, need_basis=False).x
         frame = per_sample_metrics(data.test.C, decisions, solutions.test.x, spec.problem, C_hat=C_hat)
         frame = frame.reset_index()
         frame.insert(0, "method", label)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
+
 import numpy as np
 import scipy.linalg
 
 from .batch import as_lp_batch
 from .errors import BasisError
-from .highs import basis_matrices
+from .highs import basis_matrices, checked_inverse
 
 BASIS_MODES = ("solver", "support")
 
@@ -106,7 +109,36 @@ def nonbasic_indices(basis: np.ndarray, n: int) -> np.ndarray:
     return np.nonzero(mask)[1].reshape(T, n - m)
 
 
+_OPERATOR_CACHE: "OrderedDict[bytes, tuple[np.ndarray, np.ndarray]]" = OrderedDict()
+_OPERATOR_CACHE_SIZE = 8
+
+
 def reduced_cost_operator(A, basis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The matrices M_t with r_N = M_t c (see `build_reduced_cost_operator`), memoized.
+
+    Tuning fits many models on the same training samples; the operator of those samples is
+    built once and shared (the key hashes the contents of A and the bases; the returned
+    arrays are read-only so that no caller can change a shared copy).
+    """
+    A = np.ascontiguousarray(A, dtype=float)
+    basis = np.ascontiguousarray(basis, dtype=np.int64)
+    digest = hashlib.sha1(A.tobytes())
+    digest.update(str((A.shape, basis.shape)).encode())
+    digest.update(basis.tobytes())
+    key = digest.digest()
+    if key in _OPERATOR_CACHE:
+        _OPERATOR_CACHE.move_to_end(key)
+        return _OPERATOR_CACHE[key]
+    M, nonbasic = build_reduced_cost_operator(A, basis)
+    M.flags.writeable = False
+    nonbasic.flags.writeable = False
+    _OPERATOR_CACHE[key] = (M, nonbasic)
+    if len(_OPERATOR_CACHE) > _OPERATOR_CACHE_SIZE:
+        _OPERATOR_CACHE.popitem(last=False)
+    return M, nonbasic
+
+
+def build_reduced_cost_operator(A, basis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The matrices M_t with r_N = M_t c, the reduced costs of the non-basic variables.
 
     r_N' = c_N' - c_B' A_B^{-1} A_N, so M_t = E_N - (A_B^{-1} A_N)' E_B with E the
@@ -135,13 +167,8 @@ def reduced_cost_operator(A, basis: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         raise BasisError(bad, f"basis index out of range [0, {n})")
     nonbasic = nonbasic_indices(basis, n)
     A_B = basis_matrices(A, basis)
-    conditions = np.linalg.cond(A_B)
-    singular = np.flatnonzero(~(conditions < 1e12))
-    if singular.size:
-        t = int(singular[0])
-        raise BasisError(t, f"basis matrix A_B is singular (condition number {conditions[t]:.2e})")
-    A_N = basis_matrices(A, nonbasic)  # (T, m, n - m)
-    tableau = np.linalg.solve(A_B, A_N)  # A_B^{-1} A_N, (T, m, n - m)
+    inverse = checked_inverse(A_B)
+    tableau = inverse @ basis_matrices(A, nonbasic)  # A_B^{-1} A_N, (T, m, n - m)
     M = np.zeros((T, n - m, n))
     rows = np.arange(n - m)
     t_idx = np.arange(T)[:, None]

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -74,16 +76,28 @@ class GridShortestPath:
         return len(self.arcs)
 
     @cached_property
-    def _incoming(self) -> tuple[np.ndarray, np.ndarray]:
-        """For every node, the index of its incoming west edge and south edge (-1 if none)."""
-        into_west = np.full(self.n_nodes, -1)
-        into_south = np.full(self.n_nodes, -1)
-        for e, (tail, head) in enumerate(self.arcs):
-            if head == tail + 1:
-                into_west[head] = e
-            else:
-                into_south[head] = e
-        return into_west, into_south
+    def _diagonals(self) -> list[tuple[np.ndarray, ...]]:
+        """Per anti-diagonal i + j = k (k >= 1): its nodes and, for each, the west and south
+        predecessor nodes and incoming edges. A missing predecessor points at a dummy node
+        n_nodes (distance +inf) through a dummy edge n (cost 0). All predecessors of a
+        diagonal lie on the previous one, so the DP runs one vectorized step per diagonal."""
+        h, w = self.height, self.width
+        edge_of = {(int(t), int(hd)): e for e, (t, hd) in enumerate(self.arcs)}
+        dummy_node, dummy_edge = self.n_nodes, self.n_edges
+        out = []
+        for k in range(1, h + w - 1):
+            nodes, west_node, west_edge, south_node, south_edge = [], [], [], [], []
+            for i in range(max(0, k - w + 1), min(h - 1, k) + 1):
+                j = k - i
+                v = i * w + j
+                nodes.append(v)
+                west_node.append(v - 1 if j > 0 else dummy_node)
+                west_edge.append(edge_of[(v - 1, v)] if j > 0 else dummy_edge)
+                south_node.append(v - w if i > 0 else dummy_node)
+                south_edge.append(edge_of[(v - w, v)] if i > 0 else dummy_edge)
+            out.append(tuple(np.asarray(a, dtype=np.int64) for a in
+                             (nodes, west_node, west_edge, south_node, south_edge)))
+        return out
 
     def constraints(self) -> tuple[np.ndarray, np.ndarray]:
         """(A, b) of the standard-form LP, A: (h*w - 1, n), b: (h*w - 1,)."""
@@ -95,30 +109,53 @@ class GridShortestPath:
         b[0] = -1.0
         return A[:-1], b[:-1]
 
-    def solve(self, C) -> LPSolution:
-        """Solve every sample by DP; C is (T, n). Returns x, objective and basis."""
+    MAX_ENUMERATED_PATHS = 5000
+
+    @cached_property
+    def _path_matrix(self) -> np.ndarray | None:
+        """(n_paths, n) 0/1 edge incidence of every source-sink path, or None when there are
+        more than MAX_ENUMERATED_PATHS (C(h + w - 2, h - 1) paths)."""
+        h, w = self.height, self.width
+        if math.comb(h + w - 2, h - 1) > self.MAX_ENUMERATED_PATHS:
+            return None
+        edge_of = {(int(t), int(hd)): e for e, (t, hd) in enumerate(self.arcs)}
+        paths = []
+        for north_steps in itertools.combinations(range(h + w - 2), h - 1):
+            row = np.zeros(self.n_edges)
+            v = 0
+            for step in range(h + w - 2):
+                nxt = v + w if step in north_steps else v + 1
+                row[edge_of[(v, nxt)]] = 1.0
+                v = nxt
+            paths.append(row)
+        return np.asarray(paths)
+
+    def solve(self, C, need_basis: bool = True) -> LPSolution:
+        """Solve every sample; C is (T, n). Returns x, objective and (by DP) the basis.
+
+        need_basis=False (small grids): x and the objective only, by evaluating every path
+        at once (one matrix product), much cheaper for the small batches of SGD methods;
+        `basis` is then None. Ties between optimal paths may then resolve differently.
+        """
+        if not need_basis and self._path_matrix is not None:
+            C = _check_costs(C, self.n_edges)
+            values = C @ self._path_matrix.T
+            best = values.argmin(axis=1)
+            return LPSolution(x=self._path_matrix[best], objective=values[np.arange(len(C)), best], basis=None)
         C = _check_costs(C, self.n_edges)
         T = C.shape[0]
         arcs = self.arcs
-        w = self.width
-        into_west, into_south = self._incoming
-        dist = np.zeros((T, self.n_nodes))
+        costs = np.concatenate([C, np.zeros((T, 1))], axis=1)  # + the dummy edge
+        dist = np.zeros((T, self.n_nodes + 1))
+        dist[:, -1] = np.inf  # the dummy node
         pred = np.full((T, self.n_nodes), -1, dtype=np.int64)
         rows = np.arange(T)
-        for v in range(1, self.n_nodes):
-            ew, es = into_west[v], into_south[v]
-            if ew < 0:
-                dist[:, v] = dist[:, v - w] + C[:, es]
-                pred[:, v] = es
-            elif es < 0:
-                dist[:, v] = dist[:, v - 1] + C[:, ew]
-                pred[:, v] = ew
-            else:
-                via_west = dist[:, v - 1] + C[:, ew]
-                via_south = dist[:, v - w] + C[:, es]
-                take_west = via_west <= via_south
-                dist[:, v] = np.where(take_west, via_west, via_south)
-                pred[:, v] = np.where(take_west, ew, es)
+        for nodes, west_node, west_edge, south_node, south_edge in self._diagonals:
+            via_west = dist[:, west_node] + costs[:, west_edge]
+            via_south = dist[:, south_node] + costs[:, south_edge]
+            take_west = via_west <= via_south  # ties go west
+            dist[:, nodes] = np.where(take_west, via_west, via_south)
+            pred[:, nodes] = np.where(take_west, west_edge, south_edge)
         X = np.zeros((T, len(arcs)))
         node = np.full(T, self.n_nodes - 1)
         for _ in range(self.height + self.width - 2):
@@ -166,8 +203,8 @@ class FractionalKnapsack:
         b = np.concatenate([[self.budget], np.ones(k)])
         return A, b
 
-    def solve(self, C) -> LPSolution:
-        """Solve every sample by the ratio greedy; C is (T, 2k + 1)."""
+    def solve(self, C, need_basis: bool = True) -> LPSolution:
+        """Solve every sample by the ratio greedy; C is (T, 2k + 1) (the basis comes free)."""
         k = self.n_items
         C = _check_costs(C, 2 * k + 1)
         T = C.shape[0]

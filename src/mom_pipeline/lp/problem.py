@@ -42,14 +42,18 @@ class StandardFormLP:
     def n(self) -> int:
         return self.A.shape[-1]
 
-    def solve(self, C, method: str = "auto") -> LPSolution:
-        """Solve min c_t'x for every row of C (T, n): the oracle when one exists, else HiGHS."""
+    def solve(self, C, method: str = "auto", need_basis: bool = True) -> LPSolution:
+        """Solve min c_t'x for every row of C (T, n): the oracle when one exists, else HiGHS.
+
+        need_basis=False lets an oracle skip the basis (`basis` may then be None); methods
+        that only need decisions (SGD steps, evaluation) use it.
+        """
         if method not in SOLVE_METHODS:
             raise LPInputError(f"method must be one of {SOLVE_METHODS}; got {method!r}")
         if method == "oracle" and self.structure is None:
             raise LPInputError("no oracle for a general LP; use method='highs' or 'auto'")
         if self.structure is not None and method in ("auto", "oracle"):
-            return self.structure.solve(C)
+            return self.structure.solve(C, need_basis=need_basis)
         return solve_lp_batch(self.A, self.b, C)
 
     def basis_from_solution(self, X) -> np.ndarray:

@@ -69,7 +69,7 @@ class CostModel(BaseEstimator):
 
     def decide(self, Z, lp: StandardFormLP) -> LPSolution:
         """Decisions: solve the LP with the predicted costs (oracle when available)."""
-        return lp.solve(self.predict_cost(Z))
+        return lp.solve(self.predict_cost(Z), need_basis=False)
 
     def _require_costs(self, C, n_samples: int, n: int) -> np.ndarray:
         if C is None:

@@ -204,7 +204,7 @@ def spo_plus_loss(C_hat, C, X_star, lp: StandardFormLP) -> tuple[np.ndarray, np.
         (loss (T,), grad (T, n)).
     """
     C_tilde = 2.0 * C_hat - C
-    solution = lp.solve(C_tilde)
+    solution = lp.solve(C_tilde, need_basis=False)
     loss = np.einsum("tj,tj->t", C_tilde, X_star) - solution.objective
     return loss, 2.0 * (X_star - solution.x)
 

@@ -9,7 +9,7 @@ MOM, KernelMOM, OnlineMOM, Perceptron, FTRLMOM and SuboptimalityOGD; it needs th
 costs C for OLS, Ridge, RandomForest, SPOPlus and the kernel ridges (``needs_costs``).
 """
 
-from .base import CostModel, MissingCostsError, NotFittedError, check_features, resolve_lp
+from .base import CostModel, LinearCostModel, MissingCostsError, NotFittedError, check_features, resolve_lp
 from .baselines import OLS, KernelRidgeCost, PolyKernelRidge, RandomForest, RbfKernelRidge, Ridge, SPOPlus
 from .kernels import KernelFeatures, KernelMOM
 from .mom import MOM
@@ -29,6 +29,7 @@ __all__ = [
     "KernelFeatures",
     "KernelMOM",
     "KernelRidgeCost",
+    "LinearCostModel",
     "MissingCostsError",
     "NotFittedError",
     "OnlineMOM",

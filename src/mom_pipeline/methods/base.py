@@ -88,3 +88,16 @@ class CostModel(BaseEstimator):
     def _check_fitted(self) -> None:
         if not hasattr(self, "coef_") and not hasattr(self, "model_"):
             raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit first")
+
+
+class LinearCostModel(CostModel):
+    """A cost model c_hat = coef_ z (coef_: (n, d)); MOM, its online variants and the linear
+    baselines share it."""
+
+    def predict_cost(self, Z) -> np.ndarray:
+        """c_hat = Theta z for every row of Z (T, d): (T, n)."""
+        self._check_fitted()
+        Z = check_features(Z)
+        if Z.shape[1] != self.coef_.shape[1]:
+            raise ValueError(f"Z has {Z.shape[1]} features but the model was fitted with {self.coef_.shape[1]}")
+        return Z @ self.coef_.T

@@ -28,7 +28,7 @@ from sklearn.linear_model import LinearRegression
 from sklearn.linear_model import Ridge as SkRidge
 
 from ..lp import StandardFormLP
-from .base import CostModel, check_features, resolve_lp
+from .base import CostModel, LinearCostModel, check_features, resolve_lp
 
 KERNELS = ("poly", "rbf")
 
@@ -209,7 +209,7 @@ def spo_plus_loss(C_hat, C, X_star, lp: StandardFormLP) -> tuple[np.ndarray, np.
     return loss, 2.0 * (X_star - solution.x)
 
 
-class SPOPlus(CostModel):
+class SPOPlus(LinearCostModel):
     """Linear c_hat = Theta z trained on the SPO+ loss (Elmachtoub and Grigas, 2022).
 
     Minimizes (1/B) sum_{t in batch} SPO+(Theta z_t, c_t) + (lam/2)||Theta||_F^2 by
@@ -299,14 +299,6 @@ class SPOPlus(CostModel):
         self.loss_history_ = np.asarray(losses)
         self.n_oracle_calls_ = n_oracle_calls
         return self
-
-    def predict_cost(self, Z) -> np.ndarray:
-        """Predicted costs Theta z, (T, n), for features Z (T, d)."""
-        self._check_fitted()
-        Z = check_features(Z)
-        if Z.shape[1] != self.n_features_in_:
-            raise ValueError(f"Z has {Z.shape[1]} features; SPOPlus was fitted with {self.n_features_in_}")
-        return Z @ self.coef_.T
 
 
 BASELINES = {cls.name: cls for cls in (OLS, Ridge, RandomForest, SPOPlus, PolyKernelRidge, RbfKernelRidge)}

@@ -55,7 +55,7 @@ import scipy.sparse.linalg
 import threadpoolctl
 
 from ..lp import BasisError, StandardFormLP, basis_matrices, reduced_cost_operator
-from .base import CostModel, check_features, resolve_lp
+from .base import LinearCostModel, check_features, resolve_lp
 
 SOLVERS = ("fast", "cvxpy")
 FORMULATIONS = ("basis", "dual")
@@ -710,18 +710,6 @@ def _operators(A, basis: np.ndarray) -> np.ndarray:
     except BasisError as error:  # name the first training sample with that basis
         raise BasisError(int(np.flatnonzero(inverse == error.sample)[0]), error.reason) from None
     return M_distinct[inverse]
-
-
-class LinearCostModel(CostModel):
-    """A cost model c_hat = coef_ z (coef_: (n, d)); MOM and its online variants share it."""
-
-    def predict_cost(self, Z) -> np.ndarray:
-        """c_hat = Theta z for every row of Z (T, d): (T, n)."""
-        self._check_fitted()
-        Z = check_features(Z)
-        if Z.shape[1] != self.coef_.shape[1]:
-            raise ValueError(f"Z has {Z.shape[1]} features but the model was fitted with {self.coef_.shape[1]}")
-        return Z @ self.coef_.T
 
 
 class MOM(LinearCostModel):

@@ -43,7 +43,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..lp import StandardFormLP, reduced_cost_operator
-from .base import CostModel, check_features, resolve_lp
+from .base import LinearCostModel, check_features, resolve_lp
 
 STEP_SCHEDULES = ("constant", "decreasing")
 REGRET_SCALES = ("l2", "objective")
@@ -130,7 +130,7 @@ class _IteratePath:
         return self.total / self.norms.size
 
 
-class _OnlinePass(CostModel):
+class _OnlinePass(LinearCostModel):
     """Shared input handling and bookkeeping of the online algorithms (not a method itself)."""
 
     needs_costs: ClassVar[bool] = False
@@ -193,14 +193,6 @@ class _OnlinePass(CostModel):
             self.relative_regret_ = np.divide(self.regret_, denominator, out=np.zeros(T), where=denominator > 0)
         self.cumulative_regret_ = np.cumsum(self.regret_)
         self.cumulative_relative_regret_ = np.cumsum(self.relative_regret_)
-
-    def predict_cost(self, Z) -> np.ndarray:
-        """Predicted costs Z @ coef_.T, (T, n)."""
-        self._check_fitted()
-        Z = check_features(Z)
-        if Z.shape[1] != self.coef_.shape[1]:
-            raise ValueError(f"Z has {Z.shape[1]} features but the model was fitted with {self.coef_.shape[1]}")
-        return Z @ self.coef_.T
 
 
 class OnlineMOM(_OnlinePass):

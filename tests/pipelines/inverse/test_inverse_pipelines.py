@@ -1,6 +1,5 @@
 """The inverse, prescribe and inverse_example pipelines through a KedroSession."""
 
-import shutil
 
 import numpy as np
 import pandas as pd

@@ -18,6 +18,8 @@ EXPERIMENTS = {
     "knapsack": ["fig3", "fig4", "fig6"],
     "online": ["fig5"],
     "kernelized": ["fig4", "fig6", "fig7"],
+    # beyond the paper: solver basis vs support basis vs basis-free dual on degenerate LPs
+    "formulations": ["formulations"],
 }
 ONLINE_FIGURES = {"fig5"}
 

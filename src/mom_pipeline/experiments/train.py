@@ -8,6 +8,8 @@ A method's configuration (``methods:`` in an experiment's parameters) is
       grid: {lam: [1.0e-6, ...]}   # tuned hyperparameters: a plain parameter-dict grid
       radius_factors: [0.8, 2.0]   # optional: adds radius = factor * ||V||_F to the grid
                                    #   (the paper's ORACLE choice: V is the ground truth)
+      x_star_only: false           # true: the method gets no basis, only x* (inverse LP: MOM
+                                   #   then completes supp(x*) itself, or uses no basis at all)
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class MethodConfig:
     params: dict = field(default_factory=dict)
     grid: dict = field(default_factory=dict)
     radius_factors: tuple = ()
+    x_star_only: bool = False
 
 
 def parse_methods(spec: ExperimentSpec) -> list[MethodConfig]:
@@ -70,7 +73,7 @@ def parse_methods(spec: ExperimentSpec) -> list[MethodConfig]:
     for label, cfg in spec.methods.items():
         if not isinstance(cfg, dict) or "estimator" not in cfg:
             raise SpecError(f"experiment {spec.name!r}: method {label!r} needs an 'estimator'")
-        unknown = set(cfg) - {"estimator", "params", "grid", "radius_factors"}
+        unknown = set(cfg) - {"estimator", "params", "grid", "radius_factors", "x_star_only"}
         if unknown:
             raise SpecError(f"experiment {spec.name!r}: method {label!r} has unknown keys {sorted(unknown)}")
         cls = estimator_class(cfg["estimator"])
@@ -87,8 +90,12 @@ def parse_methods(spec: ExperimentSpec) -> list[MethodConfig]:
         factors = tuple(float(f) for f in cfg.get("radius_factors") or ())
         if factors and "radius" not in accepted:
             raise SpecError(f"experiment {spec.name!r}: method {label!r}: radius_factors but no radius parameter")
+        x_star_only = bool(cfg.get("x_star_only", False))
+        if x_star_only and cls.needs_costs:
+            raise SpecError(f"experiment {spec.name!r}: method {label!r}: {cfg['estimator']} needs the costs c, "
+                            "so it cannot run from x* only")
         out.append(MethodConfig(label=label, estimator=cfg["estimator"], params=params, grid=grid,
-                                radius_factors=factors))
+                                radius_factors=factors, x_star_only=x_star_only))
     return out
 
 
@@ -126,11 +133,13 @@ def train_method(spec: ExperimentSpec, config: MethodConfig, trial: TrialData, s
     def make(**params):
         return cls(**fixed, **params)
 
+    basis = None if config.x_star_only else solutions.train.basis
+
     if not grid:
         # Nothing to tune: one fit on all training samples, no validation split.
         started = time.perf_counter()
         model = make()
-        model.fit(data.train.Z, solutions.train.x, lp=data.lp, basis=solutions.train.basis,
+        model.fit(data.train.Z, solutions.train.x, lp=data.lp, basis=basis,
                   C=data.train.C if model.needs_costs else None)
         fit_seconds = time.perf_counter() - started
         return TrainedMethod(label=config.label, estimator=config.estimator, model=model, best_params={},
@@ -138,7 +147,7 @@ def train_method(spec: ExperimentSpec, config: MethodConfig, trial: TrialData, s
                              tuning_scores=pd.DataFrame({"mean_relative_loss": [np.nan]}))
     started = time.perf_counter()
     result = grid_search(make, grid, data.train.Z, solutions.train.x, data.lp, data.train.C,
-                         basis=solutions.train.basis, problem=spec.problem, random_state=seed, on_error="nan",
+                         basis=basis, problem=spec.problem, random_state=seed, on_error="nan",
                          progress=progress_enabled())
     tuning_seconds = time.perf_counter() - started
     model = result.best_model

@@ -10,8 +10,8 @@ from mom_pipeline.reporting import boxplot_figure, boxplot_plotly, summary_markd
 
 
 def _title(spec) -> str:
-    return f"Figure {spec.figure}: {spec.problem.replace('_', ' ')}, {spec.trials} trials" if spec.figure \
-        else spec.name
+    what = f"{spec.problem.replace('_', ' ')}, {spec.trials} trials"
+    return f"Figure {spec.figure}: {what}" if spec.figure else f"{spec.name}: {what}"
 
 
 def report_experiment(evaluation: pd.DataFrame, trial_summary: pd.DataFrame, experiment: dict):

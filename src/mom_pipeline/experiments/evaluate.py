@@ -8,7 +8,7 @@ import pandas as pd
 from ..metrics import per_sample_metrics
 from .data import TrialData, TrialSolutions
 from .spec import ExperimentSpec
-from .train import TrainedMethod
+from .train import TrainedMethod, trial_fingerprint
 
 
 def evaluate_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolutions,
@@ -19,6 +19,12 @@ def evaluate_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolut
     decisions come from one batched solve of its predicted costs.
     """
     data = trial.data
+    expected = trial_fingerprint(trial)
+    stale = [label for label, tm in trained.items() if tm.trial_fingerprint != expected]
+    if stale:
+        raise ValueError(f"{spec.name}: the models {stale} of setting {trial.setting}, trial {trial.trial} were "
+                         "trained on other data than this run's trial (an older or concurrent run wrote them); "
+                         "rerun the training stage, and do not run two experiments on one data/ folder at once")
     frames = []
     for label, tm in trained.items():
         C_hat = tm.model.predict_cost(data.test.Z)

@@ -14,6 +14,8 @@ A method's configuration (``methods:`` in an experiment's parameters) is
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import importlib
 import logging
 import time
@@ -110,6 +112,15 @@ class TrainedMethod:
     fit_seconds: float
     tuning_seconds: float
     tuning_scores: pd.DataFrame
+    trial_fingerprint: str = ""
+
+
+def trial_fingerprint(trial: TrialData) -> str:
+    """A hash of the trial's training data: evaluation checks that the models it loads were
+    trained on the trial it evaluates (and not, say, on another run's data)."""
+    digest = hashlib.sha1(np.ascontiguousarray(trial.data.train.Z).tobytes())
+    digest.update(np.ascontiguousarray(trial.data.train.C).tobytes())
+    return digest.hexdigest()
 
 
 def _seed(spec: ExperimentSpec, setting: int, trial: int) -> int:
@@ -161,7 +172,9 @@ def train_method(spec: ExperimentSpec, config: MethodConfig, trial: TrialData, s
 def train_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolutions) -> dict[str, TrainedMethod]:
     """Every configured method on one trial."""
     started = time.perf_counter()
-    out = {cfg.label: train_method(spec, cfg, trial, solutions) for cfg in parse_methods(spec)}
+    fingerprint = trial_fingerprint(trial)
+    out = {cfg.label: dataclasses.replace(train_method(spec, cfg, trial, solutions), trial_fingerprint=fingerprint)
+           for cfg in parse_methods(spec)}
     log.info("%s: setting %s=%s trial %d trained %d methods in %.1f s", spec.name, spec.sweep_param,
              trial.setting_value, trial.trial, len(out), time.perf_counter() - started)
     return out

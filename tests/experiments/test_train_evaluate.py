@@ -1,0 +1,45 @@
+"""Training and evaluation of one trial, outside Kedro."""
+
+import numpy as np
+import pytest
+
+from mom_pipeline.experiments import generate_experiment, parse_spec, solve_experiment
+from mom_pipeline.experiments.evaluate import evaluate_trial, trial_summary
+from mom_pipeline.experiments.train import SpecError, parse_methods, train_trial
+
+SPEC = {"name": "t", "problem": "shortest_path", "sweep": {"param": "degree", "values": [2]},
+        "fixed": {"n_train": 40, "n_test": 20}, "trials": 2, "seed": 3,
+        "methods": {"MOM": {"estimator": "MOM", "grid": {"lam": [1e-3, 1e-1]}},
+                    "MOM (x* only)": {"estimator": "MOM", "x_star_only": True},
+                    "OLS": {"estimator": "OLS"}}}
+
+
+def test_train_then_evaluate_and_refuse_models_of_other_data():
+    spec = parse_spec(SPEC)
+    trials = generate_experiment(spec)
+    solutions = solve_experiment(trials, "solver")
+    trained = train_trial(spec, trials[0], solutions[0])
+    assert set(trained) == {"MOM", "MOM (x* only)", "OLS"}
+    assert trained["MOM"].best_params["lam"] in (1e-3, 1e-1) and len(trained["MOM"].tuning_scores) == 2
+    table = evaluate_trial(spec, trials[0], solutions[0], trained)
+    assert len(table) == 3 * 20 and (table["regret"] >= -1e-9).all()
+    assert set(trial_summary(table)["method"]) == set(trained)
+    # models trained on trial 0 must not be evaluated as trial 1's
+    with pytest.raises(ValueError, match="trained on other data"):
+        evaluate_trial(spec, trials[1], solutions[1], trained)
+
+
+def test_method_config_errors():
+    bad = dict(SPEC, methods={"OLS": {"estimator": "OLS", "x_star_only": True}})
+    with pytest.raises(SpecError, match="needs the costs"):
+        parse_methods(parse_spec(bad))
+    bad = dict(SPEC, methods={"MOM": {"estimator": "MOM", "params": {"lam": 1.0}, "grid": {"lam": [1.0]}}})
+    with pytest.raises(SpecError, match="both fixed"):
+        parse_methods(parse_spec(bad))
+    bad = dict(SPEC, methods={"MOM": {"estimator": "MOM", "grid": {"alpha": [1.0]}}})
+    with pytest.raises(SpecError, match="no hyperparameters"):
+        parse_methods(parse_spec(bad))
+    bad = dict(SPEC, methods={"X": {"estimator": "Magic"}})
+    with pytest.raises(SpecError, match="unknown estimator"):
+        parse_methods(parse_spec(bad))
+    assert np.isfinite(parse_spec(SPEC).seed)

@@ -18,7 +18,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE_OF = {"fig1": "shortest_path", "fig2": "shortest_path", "fig7": "shortest_path", "fig3": "knapsack",
-               "fig4": "knapsack", "fig6": "knapsack", "fig5": "online"}
+               "fig4": "knapsack", "fig6": "knapsack", "fig5": "online", "formulations": "formulations"}
 
 
 def run_figure(figure: str, env: str, params: str | None) -> tuple[float, float, int]:

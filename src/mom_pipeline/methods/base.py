@@ -54,6 +54,18 @@ def check_features(Z, n_samples: int | None = None, name: str = "Z") -> np.ndarr
     return Z
 
 
+def check_samples(name: str, values, n_samples: int, n: int) -> np.ndarray:
+    """`values` as a finite (n_samples, n) float array (costs C or solutions X*); errors name
+    the first bad sample."""
+    values = np.asarray(values, dtype=float)
+    if values.shape != (n_samples, n):
+        raise ValueError(f"{name} must be ({n_samples}, {n}) to match Z and the LP; got shape {values.shape}")
+    bad = np.flatnonzero(~np.isfinite(values).all(axis=1))
+    if bad.size:
+        raise ValueError(f"{name}: sample {bad[0]} has a NaN or infinite entry")
+    return values
+
+
 class CostModel(BaseEstimator):
     """Base class: subclasses implement `fit` and `predict_cost`."""
 
@@ -77,13 +89,7 @@ class CostModel(BaseEstimator):
                 f"{type(self).__name__} needs the true costs C in training; with observed "
                 "optimal solutions only (inverse LP) use MOM, its kernel and online variants, or the perceptron"
             )
-        C = np.asarray(C, dtype=float)
-        if C.shape != (n_samples, n):
-            raise ValueError(f"C must be ({n_samples}, {n}); got shape {C.shape}")
-        bad = np.flatnonzero(~np.isfinite(C).all(axis=1))
-        if bad.size:
-            raise ValueError(f"C: sample {bad[0]} has a NaN or infinite cost")
-        return C
+        return check_samples("C", C, n_samples, n)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "coef_") and not hasattr(self, "model_"):

@@ -55,7 +55,7 @@ import scipy.sparse.linalg
 import threadpoolctl
 
 from ..lp import BasisError, StandardFormLP, basis_matrices, reduced_cost_operator
-from .base import LinearCostModel, check_features, resolve_lp
+from .base import LinearCostModel, check_features, check_samples, resolve_lp
 
 SOLVERS = ("fast", "cvxpy")
 FORMULATIONS = ("basis", "dual")
@@ -688,13 +688,7 @@ def dual_formulation_objective(Theta, y, A, X, Z, lam: float) -> float:
 
 
 def _check_solutions(X_star, T: int, n: int) -> np.ndarray:
-    X = np.asarray(X_star, dtype=float)
-    if X.shape != (T, n):
-        raise ValueError(f"X_star must be ({T}, {n}) to match Z and the LP; got shape {X.shape}")
-    bad = np.flatnonzero(~np.isfinite(X).all(axis=1))
-    if bad.size:
-        raise ValueError(f"X_star: sample {bad[0]} has a NaN or infinite entry")
-    return X
+    return check_samples("X_star", X_star, T, n)
 
 
 def _operators(A, basis: np.ndarray) -> np.ndarray:

@@ -26,7 +26,8 @@ def boxplot_figure(trials: pd.DataFrame, title: str, metric: str = "mean_relativ
     values = sorted(trials["setting_value"].unique())
     methods = _methods(trials)
     setting = trials["setting"].iloc[0]
-    fig, axes = plt.subplots(1, len(values), figsize=(3.2 * len(values) + 1, 3.6), sharey=True, squeeze=False)
+    # Each setting on its own scale: losses differ by orders of magnitude across degrees.
+    fig, axes = plt.subplots(1, len(values), figsize=(3.2 * len(values) + 1, 3.6), sharey=False, squeeze=False)
     for ax, value in zip(axes[0], values):
         part = trials[trials["setting_value"] == value]
         data = [part.loc[part["method"] == m, metric].dropna().to_numpy() for m in methods]
@@ -49,7 +50,7 @@ def boxplot_plotly(trials: pd.DataFrame, title: str, metric: str = "mean_relativ
     """The box plots as a plotly figure (kedro-viz previews it)."""
     values = sorted(trials["setting_value"].unique())
     setting = trials["setting"].iloc[0]
-    fig = make_subplots(rows=1, cols=len(values), shared_yaxes=True,
+    fig = make_subplots(rows=1, cols=len(values), shared_yaxes=False,
                         subplot_titles=[f"{setting} = {v:g}" for v in values])
     for j, value in enumerate(values, start=1):
         part = trials[trials["setting_value"] == value]

@@ -25,27 +25,22 @@ def _models_of(models: dict[str, Callable], trial: TrialData, name: str):
 
 
 def evaluate_models(problem_data: list[TrialData], solutions: list[TrialSolutions],
-                    models: dict[str, Callable], experiment: dict) -> pd.DataFrame:
-    """One row per (setting, trial, method, test sample); loads one trial's models at a time."""
+                    models: dict[str, Callable], experiment: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One row per (setting, trial, method, test sample), and the hyperparameters chosen on
+    validation for every (setting, trial, method). Each trial's models are loaded once (the
+    partitions are large compressed pickles), one trial at a time."""
     spec = parse_spec(experiment)
     started = time.perf_counter()
-    frames = [evaluate_trial(spec, t, s, _models_of(models, t, spec.name))
-              for t, s in progress(list(zip(problem_data, solutions)), desc=f"{spec.name}: evaluate")]
+    frames, rows = [], []
+    for t, s in progress(list(zip(problem_data, solutions)), desc=f"{spec.name}: evaluate"):
+        trained = _models_of(models, t, spec.name)
+        frames.append(evaluate_trial(spec, t, s, trained))
+        rows += hyperparameter_rows(spec, t.setting, t.setting_value, t.trial, trained)
     table = pd.concat(frames, ignore_index=True)
     log.info("%s: evaluated %d test decisions in %.1f s", spec.name, len(table), time.perf_counter() - started)
-    return table
+    return table, pd.DataFrame(rows)
 
 
 def summarize_trials(evaluation: pd.DataFrame) -> pd.DataFrame:
     """One row per (setting, trial, method)."""
     return trial_summary(evaluation)
-
-
-def tabulate_hyperparameters(problem_data: list[TrialData], models: dict[str, Callable],
-                             experiment: dict) -> pd.DataFrame:
-    """The hyperparameters chosen on validation for every (setting, trial, method)."""
-    spec = parse_spec(experiment)
-    rows = []
-    for t in problem_data:
-        rows += hyperparameter_rows(spec, t.setting, t.setting_value, t.trial, _models_of(models, t, spec.name))
-    return pd.DataFrame(rows)

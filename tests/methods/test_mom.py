@@ -315,3 +315,23 @@ def test_per_sample_constraints_give_the_shared_result():
         shared = MOM(lam=1e-2, formulation=formulation).fit(trial.train.Z, X, lp=trial.lp)
         per_sample = MOM(lam=1e-2, formulation=formulation).fit(trial.train.Z, X, lp=stacked)
         assert per_sample.objective_ == pytest.approx(shared.objective_, rel=1e-7)
+
+
+@pytest.mark.parametrize("lam", [1e-4, 1e-2])
+def test_warm_start_with_few_curved_rows_uses_woodbury_and_stays_exact(monkeypatch, lam):
+    """Kernel-sized features (p = n * d between 500 and 2000) with fewer curved rows than
+    unknowns: the Newton steps of the warm start factor |Q| x |Q| systems, not p x p; the
+    solution still matches cvxpy."""
+    import mom_pipeline.methods.mom as mom_module
+
+    sizes = []
+    solve_positive = mom_module._solve_positive
+    monkeypatch.setattr(mom_module, "_solve_positive",
+                        lambda matrix, rhs: sizes.append(matrix.shape[0]) or solve_positive(matrix, rhs))
+    trial, X, M = _problem("shortest_path", 40, seed=3)
+    rng = np.random.default_rng(4)
+    Z = np.abs(rng.normal(size=(40, 20)))  # 40 * 20 = 800 unknowns, 640 rows
+    Theta, _ = solve_hinge_qp(M, Z, lam)
+    reference, _ = solve_hinge_qp_cvxpy(M, Z, lam)
+    assert mom_objective(Theta, M, Z, lam) == pytest.approx(mom_objective(reference, M, Z, lam), rel=1e-6, abs=2e-8)
+    assert sizes and min(sizes) < M.shape[2] * Z.shape[1]

@@ -378,6 +378,7 @@ def _smoothed_hinge_start(rows: _HingeRows, lam: float, weight: float, mu_final:
     mu = mu_start
     gram, gram_rows = np.zeros((p, p)), np.zeros(rows.T * rows.K, dtype=bool)
     while True:
+        final = mu <= mu_final * (1 + 1e-9)  # 0.1 * 0.1 is 0.010000000000000002
         v = 1.0 - rows.margins(w)
         f = 0.5 * lam * w @ w + weight * _huber_loss(v, mu).sum()
         for _ in range(max_steps):
@@ -385,7 +386,10 @@ def _smoothed_hinge_start(rows: _HingeRows, lam: float, weight: float, mu_final:
             gradient = lam * w - weight * rows.weighted_sum(np.clip(v / mu, 0.0, 1.0))
             curved_mask = (v > 0) & (v < mu)
             curved = np.flatnonzero(curved_mask)
-            if direct:
+            # Woodbury whenever the curved rows are clearly fewer than the variables: a
+            # |Q| x |Q| factorization instead of p x p (kernel features: p = n * rank).
+            woodbury = curved.size <= 3000 and (not direct or (p > 500 and 2 * curved.size < p))
+            if direct and not woodbury:
                 # Gram matrix of the curved rows, updated by the rows that enter or leave the
                 # curved piece when that is cheaper than rebuilding it.
                 entering = np.flatnonzero(curved_mask & ~gram_rows)
@@ -400,7 +404,7 @@ def _smoothed_hinge_start(rows: _HingeRows, lam: float, weight: float, mu_final:
                 hessian = (weight / mu) * gram
                 hessian[np.diag_indices(p)] += lam
                 direction = -_solve_positive(hessian, gradient)
-            elif curved.size <= 3000:
+            elif woodbury:
                 # Many features (kernels): Woodbury, a |Q| x |Q| system whose matrix
                 # H_Q H_Q' = (M_Q M_Q') * (Z_Q Z_Q') comes from the Gram matrix of the features.
                 small = rows.gram(curved)
@@ -418,9 +422,9 @@ def _smoothed_hinge_start(rows: _HingeRows, lam: float, weight: float, mu_final:
             v = v - step * a
             f_new = 0.5 * lam * w @ w + weight * _huber_loss(v, mu).sum()
             decrease, f = f - f_new, f_new
-            if decrease <= (1e-9 if mu <= mu_final else level_tol) * abs(f):
+            if decrease <= (1e-9 if final else level_tol) * abs(f):
                 break
-        if mu <= mu_final:
+        if final:
             return w, steps
         mu = max(mu_final, shrink * mu)
 

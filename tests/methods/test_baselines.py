@@ -181,8 +181,8 @@ def test_spo_plus_learns_a_noiseless_linear_shortest_path():
     assert spo.loss_history_[-100:].mean() < spo.loss_history_[:10].mean()
 
 
-def test_spo_plus_batches_its_oracle_calls(monkeypatch):
-    trial = generate_shortest_path(40, 0, degree=1, seed=1)
+def _count_oracle_calls(monkeypatch) -> list:
+    """The number of cost vectors of every `StandardFormLP.solve` call from now on."""
     calls = []
     original = StandardFormLP.solve
 
@@ -191,11 +191,17 @@ def test_spo_plus_batches_its_oracle_calls(monkeypatch):
         return original(self, C, method, need_basis)
 
     monkeypatch.setattr(StandardFormLP, "solve", counting_solve)
+    return calls
+
+
+def test_spo_plus_batches_its_oracle_calls(monkeypatch):
+    trial = generate_shortest_path(40, 0, degree=1, seed=1)
+    calls = _count_oracle_calls(monkeypatch)
     model = SPOPlus(n_steps=30, batch_size=7).fit(trial.train.Z, lp=trial.lp, C=trial.train.C)
     assert calls == [40] + [7] * 30  # X* once for all samples, then one batched call a step
     assert model.n_oracle_calls_ == 31
+    X_star = trial.lp.solve(trial.train.C).x
     calls.clear()
-    X_star = original(trial.lp, trial.train.C).x
     epochs = SPOPlus(n_epochs=2, batch_size=16).fit(trial.train.Z, X_star, lp=trial.lp, C=trial.train.C)
     assert calls == [16, 16, 8] * 2 and epochs.n_oracle_calls_ == 6
 
@@ -226,3 +232,22 @@ def test_bad_inputs_are_named():
         OLS().fit(trial.train.Z, C=C)
     with pytest.raises(ValueError, match=r"C must be \(10, 40\)"):
         SPOPlus().fit(trial.train.Z, lp=trial.lp, C=trial.train.C[:, :5])
+
+
+def test_spo_plus_grid_in_lockstep_equals_separate_fits(monkeypatch):
+    """fit_many runs the cells that share their batches with one oracle call a step and ends
+    exactly where each cell's own fit ends; other batch settings form their own group."""
+    trial = generate_knapsack(60, 0, degree=2, eps_bar=0.3, eta_bar=0.5, seed=8)
+    Z, C, lp = trial.train.Z, trial.train.C, trial.lp
+    X_star = lp.solve(C).x
+    cells = [dict(lam=lam, step_size=step) for lam in (1e-6, 1e-2) for step in (1e-2, 1.0)]
+    cells.append(dict(lam=1e-3, step_size=0.1, batch_size=3))
+    separate = [SPOPlus(n_steps=40, **cell).fit(Z, X_star, lp=lp, C=C) for cell in cells]
+    calls = _count_oracle_calls(monkeypatch)
+    together = SPOPlus.fit_many([SPOPlus(n_steps=40, **cell) for cell in cells], Z, X_star, lp=lp, C=C)
+    assert sorted(set(calls)) == [3, 4 * 5]  # a group of four cells (batch 5) and one of batch 3
+    assert len(calls) == 2 * 40
+    for a, b in zip(separate, together):
+        np.testing.assert_array_equal(a.coef_, b.coef_)
+        np.testing.assert_allclose(a.loss_history_, b.loss_history_, rtol=1e-12)
+        assert b.n_oracle_calls_ == 40

@@ -167,3 +167,23 @@ def test_per_sample_constraints_are_split_with_the_samples():
     expected = per_sample_metrics(C[val], decisions, X_star[val], "knapsack")["relative_loss"].mean()
     assert result.scores.loc[0, "mean_relative_loss"] == pytest.approx(expected, rel=1e-9, abs=1e-12)
     assert result.best_model.coef_.shape == (lp.n, knapsack.train.Z.shape[1])
+
+
+def test_grid_search_fits_spo_plus_cells_together_with_the_same_result(trial, monkeypatch):
+    from mom_pipeline.methods.baselines import SPOPlus
+
+    Z, C, lp = trial.train.Z, trial.train.C, trial.lp
+    X_star = lp.solve(C).x
+    grid = {"lam": [1e-6, 1e-2], "step_size": [0.01, 1.0]}
+    make = lambda **params: SPOPlus(n_steps=30, **params)  # noqa: E731
+    joint_fits = []
+    fit_many = SPOPlus.fit_many
+    monkeypatch.setattr(SPOPlus, "fit_many", classmethod(
+        lambda cls, models, *args, **kwargs: joint_fits.append(len(models)) or fit_many(models, *args, **kwargs)))
+    together = grid_search(make, grid, Z, X_star, lp, C, None, "shortest_path", random_state=2)
+    assert joint_fits == [4]
+    monkeypatch.delattr(SPOPlus, "fit_many")
+    one_by_one = grid_search(make, grid, Z, X_star, lp, C, None, "shortest_path", random_state=2)
+    np.testing.assert_array_equal(together.scores["mean_relative_loss"], one_by_one.scores["mean_relative_loss"])
+    assert together.best_params == one_by_one.best_params
+    np.testing.assert_array_equal(together.best_model.coef_, one_by_one.best_model.coef_)

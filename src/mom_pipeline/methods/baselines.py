@@ -284,21 +284,65 @@ class SPOPlus(LinearCostModel):
         if bad.size:
             raise ValueError(f"X_star: sample {bad[0]} has a NaN or infinite entry")
 
-        rng = np.random.default_rng(self.random_state)
-        theta = np.zeros((lp.n, d))
-        losses = []
-        for step, idx in enumerate(self._batches(T, rng)):
-            Z_batch = Z[idx]
-            loss, grad_c = spo_plus_loss(Z_batch @ theta.T, C[idx], X_star[idx], lp.subset(idx))
-            n_oracle_calls += 1
-            losses.append(loss.mean())
-            grad = grad_c.T @ Z_batch / len(idx) + self.lam * theta
-            theta -= self.step_size / math.sqrt(step + 1) * grad
-        self.coef_ = theta
-        self.n_features_in_ = d
-        self.loss_history_ = np.asarray(losses)
-        self.n_oracle_calls_ = n_oracle_calls
+        _spo_plus_lockstep([self], Z, C, X_star, lp, n_oracle_calls)
         return self
+
+    @classmethod
+    def fit_many(cls, models: list["SPOPlus"], Z, X_star=None, *, lp: StandardFormLP, basis=None, C=None) -> list:
+        """Fit several SPO+ models on the same samples at once (a tuning grid); returns them.
+
+        Models that draw the same mini-batches (equal batch_size, n_steps, n_epochs and
+        random_state; they may differ in lam and step_size) run in lockstep: each step's
+        oracle calls of all of them are ONE batched `lp.solve` over the stacked batches.
+        Every model ends exactly where its own `fit` would (the oracle is row by row).
+        """
+        for model in models:
+            model._check_hyperparameters()
+        Z = check_features(Z)
+        T = Z.shape[0]
+        C = models[0]._require_costs(C, T, lp.n) if models else C
+        if lp.A.ndim == 3 and lp.A.shape[0] != T:
+            raise ValueError(f"the LP has {lp.A.shape[0]} per-sample constraint sets but Z has {T} samples")
+        n_oracle_calls = 0
+        if X_star is None:
+            X_star = lp.solve(C).x
+            n_oracle_calls = 1
+        X_star = np.asarray(X_star, dtype=float)
+        groups: dict[tuple, list] = {}
+        for model in models:
+            key = (int(model.batch_size), None if model.n_epochs is None else int(model.n_epochs),
+                   int(model.n_steps), repr(model.random_state))
+            groups.setdefault(key, []).append(model)
+        for group in groups.values():
+            _spo_plus_lockstep(group, Z, C, X_star, lp, n_oracle_calls)
+        return models
+
+
+def _spo_plus_lockstep(models: list[SPOPlus], Z, C, X_star, lp: StandardFormLP, n_oracle_calls: int) -> None:
+    """Mini-batch SPO+ subgradient descent of models that share their batches, in lockstep."""
+    T, d = Z.shape
+    k = len(models)
+    lams = np.array([float(m.lam) for m in models])[:, None, None]
+    step_sizes = np.array([float(m.step_size) for m in models])[:, None, None]
+    rng = np.random.default_rng(models[0].random_state)
+    thetas = np.zeros((k, lp.n, d))
+    losses = []
+    for step, idx in enumerate(models[0]._batches(T, rng)):
+        Z_batch = Z[idx]
+        B = len(idx)
+        # (k, B, n) predicted costs, stacked model-major into one oracle call.
+        C_hat = np.einsum("bd,knd->kbn", Z_batch, thetas).reshape(k * B, lp.n)
+        stacked = np.tile(idx, k)
+        loss, grad_c = spo_plus_loss(C_hat, C[stacked], X_star[stacked], lp.subset(stacked))
+        losses.append(loss.reshape(k, B).mean(axis=1))
+        grad = np.einsum("kbn,bd->knd", grad_c.reshape(k, B, lp.n), Z_batch) / B + lams * thetas
+        thetas -= step_sizes / math.sqrt(step + 1) * grad
+    history = np.asarray(losses).reshape(-1, k)
+    for i, model in enumerate(models):
+        model.coef_ = thetas[i]
+        model.n_features_in_ = d
+        model.loss_history_ = history[:, i].copy()
+        model.n_oracle_calls_ = n_oracle_calls + len(history)
 
 
 BASELINES = {cls.name: cls for cls in (OLS, Ridge, RandomForest, SPOPlus, PolyKernelRidge, RbfKernelRidge)}

@@ -335,3 +335,37 @@ def test_warm_start_with_few_curved_rows_uses_woodbury_and_stays_exact(monkeypat
     reference, _ = solve_hinge_qp_cvxpy(M, Z, lam)
     assert mom_objective(Theta, M, Z, lam) == pytest.approx(mom_objective(reference, M, Z, lam), rel=1e-6, abs=2e-8)
     assert sizes and min(sizes) < M.shape[2] * Z.shape[1]
+
+
+@pytest.mark.parametrize("lam", [1e-8, 1e-4, 1.0])
+def test_interior_point_of_the_restricted_problem_matches_cvxpy(lam):
+    """Many rows, few features (the working set of linear MOM): the p x p interior-point
+    method reaches the cvxpy optimum, also with a tiny lam and a large linear pull g."""
+    from mom_pipeline.methods.mom import _hinge_qp_ipm
+
+    rng = np.random.default_rng(int(-np.log10(lam)))
+    k, p, weight = 600, 30, 1.0 / 200
+    H = rng.normal(size=(k, p)) / np.sqrt(p)
+    g = weight * H[:40].sum(axis=0) * 3.0  # rows assumed violated enter as a constant gradient
+    w = _hinge_qp_ipm(H, g, lam, weight)
+    x = cp.Variable(p)
+    objective = 0.5 * lam * cp.sum_squares(x) - g @ x + weight * cp.sum(cp.pos(1 - H @ x))
+    reference = cp.Problem(cp.Minimize(objective))
+    reference.solve(solver=cp.CLARABEL)
+    value = 0.5 * lam * w @ w - g @ w + weight * np.maximum(0, 1 - H @ w).sum()
+    assert value <= reference.value + 1e-7 * max(1.0, abs(reference.value))
+    assert value == pytest.approx(reference.value, rel=1e-6, abs=1e-9)
+
+
+def test_working_sets_with_many_rows_use_the_interior_point_method(monkeypatch):
+    import mom_pipeline.methods.mom as mom_module
+
+    calls = []
+    ipm = mom_module._hinge_qp_ipm
+    monkeypatch.setattr(mom_module, "_hinge_qp_ipm", lambda *args, **kwargs: calls.append(1) or ipm(*args, **kwargs))
+    trial, X, M = _problem("knapsack", 300, seed=5)
+    Theta, info = solve_hinge_qp(M, trial.train.Z, 1e-6)
+    reference, _ = solve_hinge_qp_cvxpy(M, trial.train.Z, 1e-6)
+    assert info["restricted_solves"] >= 1 and calls
+    assert mom_objective(Theta, M, trial.train.Z, 1e-6) == pytest.approx(
+        mom_objective(reference, M, trial.train.Z, 1e-6), rel=1e-6)

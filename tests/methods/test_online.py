@@ -268,7 +268,7 @@ def test_ftrl_warm_start_does_not_change_the_result(separable):
     warm = FTRLMOM(warm_start=True).fit(Z, X, lp=separable.lp, basis=basis)
     cold = FTRLMOM(warm_start=False).fit(Z, X, lp=separable.lp, basis=basis)
     np.testing.assert_allclose(warm.predicted_costs_, cold.predicted_costs_, atol=2e-4)
-    assert sum(i["clarabel_solves"] for i in warm.solve_info_) > 0
+    assert sum(i["restricted_solves"] for i in warm.solve_info_) > 0
 
 
 def test_ftrl_fast_and_cvxpy_solvers_agree(separable):

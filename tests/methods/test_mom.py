@@ -369,3 +369,21 @@ def test_working_sets_with_many_rows_use_the_interior_point_method(monkeypatch):
     assert info["restricted_solves"] >= 1 and calls
     assert mom_objective(Theta, M, trial.train.Z, 1e-6) == pytest.approx(
         mom_objective(reference, M, trial.train.Z, 1e-6), rel=1e-6)
+
+
+def test_box_qp_accepts_the_round_off_floor_of_a_badly_scaled_gram_matrix():
+    """Q entries of 1e9 (separable kernel problems at small lam): the residual of Q a + c
+    cannot fall below 1e-9, so the iterate converged up to round-off is returned instead of
+    an error (which sent such problems to a 30-second Clarabel fallback); it matches cvxpy."""
+    from mom_pipeline.methods.mom import _box_qp
+
+    rng = np.random.default_rng(7)
+    factor = rng.normal(size=(300, 300)) * np.logspace(0, 4.5, 300)
+    Q = factor @ factor.T
+    c, upper = -np.ones(300) + rng.normal(size=300) * 1e3, 2e-3
+    a = _box_qp(Q, c, upper)
+    x = cp.Variable(300)
+    problem = cp.Problem(cp.Minimize(0.5 * cp.quad_form(x, cp.psd_wrap(Q)) + c @ x), [x >= 0, x <= upper])
+    problem.solve(solver=cp.CLARABEL)
+    assert a.min() >= 0 and a.max() <= upper
+    assert 0.5 * a @ Q @ a + c @ a == pytest.approx(problem.value, rel=1e-6)

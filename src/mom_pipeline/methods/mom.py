@@ -273,6 +273,7 @@ def _box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_i
     a = np.full(k, 0.5 * upper)
     z_low = np.ones(k)
     z_up = np.ones(k)
+    fallback = None
     for _ in range(max_iter):
         gap_up = upper - a
         residual = Q @ a + c - z_low + z_up
@@ -280,6 +281,11 @@ def _box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_i
         largest = np.abs(residual).max()
         if (largest <= tol and mu <= tol * upper) or (largest <= 1e3 * tol and mu <= 1e-6 * tol * upper):
             return a  # converged, or at the round-off floor of a badly scaled Q (kernels, tiny lam)
+        if largest <= 1e3 * tol and mu <= tol * upper:
+            # Converged up to a residual that round-off in Q a may not let fall below tol
+            # (Q entries of 1e9 on separable kernel problems): kept in case the next step
+            # breaks down on the bounds.
+            fallback = a
         with np.errstate(divide="ignore", invalid="ignore"):
             system = Q + np.diag(z_low / a + z_up / gap_up)
         if not np.isfinite(system).all():
@@ -313,6 +319,8 @@ def _box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_i
         d_a, d_low, d_up = direction(sigma * mu, d_a * d_low, -d_a * d_up)
         t = 0.99 * longest_step(d_a, d_low, d_up)
         a, z_low, z_up = a + t * d_a, z_low + t * d_low, z_up + t * d_up
+    if fallback is not None:
+        return fallback
     raise RuntimeError("the box-constrained QP of the working set did not converge")
 
 

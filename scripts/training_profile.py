@@ -1,0 +1,55 @@
+"""Where a full run's training time goes: CPU minutes per method and figure.
+
+Reads the latest `data/07_model_output/<fig>/hyperparameters.parquet` of each figure (one row
+per setting, trial and method, with the tuning and refit seconds measured inside the worker)
+and prints a markdown table: rows are methods, columns figures, cells the summed CPU minutes
+of tuning plus the final refit. This is the profile of a full run at the granularity that
+matters for choosing what to speed up; `benchmarks/experiments.py` gives the wall times.
+Usage: python scripts/training_profile.py [fig1 fig2 ...]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES = ["fig1", "fig2", "fig3", "fig4", "fig6", "fig7"]
+
+
+def latest_table(figure: str) -> pd.DataFrame | None:
+    """The latest hyperparameters table of a figure, or None when it was never run."""
+    folder = ROOT / "data" / "07_model_output" / figure / "hyperparameters.parquet"
+    if not folder.is_dir():
+        return None
+    versions = sorted(p for p in folder.iterdir() if p.is_dir())
+    return pd.read_parquet(versions[-1] / folder.name) if versions else None
+
+
+def profile(figures: list[str]) -> pd.DataFrame:
+    """CPU minutes (tuning + refit) per method (rows) and figure (columns), with totals."""
+    columns = {}
+    for figure in figures:
+        table = latest_table(figure)
+        if table is None:
+            print(f"{figure}: no hyperparameters table yet (run the figure first)", file=sys.stderr)
+            continue
+        columns[figure] = (table["tuning_seconds"] + table["fit_seconds"]).groupby(table["method"]).sum() / 60
+    out = pd.DataFrame(columns).fillna(0.0)
+    out["all"] = out.sum(axis=1)
+    out.loc["all methods"] = out.sum(axis=0)
+    return out.sort_values("all", ascending=False)
+
+
+def main() -> None:
+    out = profile(sys.argv[1:] or FIGURES)
+    print("| method | " + " | ".join(out.columns) + " |")
+    print("|---|" + "---|" * len(out.columns))
+    for method, row in out.iterrows():
+        print(f"| {method} | " + " | ".join(f"{v:.2f}" for v in row) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -363,7 +363,7 @@ def test_working_sets_with_many_rows_use_the_interior_point_method(monkeypatch):
     calls = []
     ipm = mom_module._hinge_qp_ipm
     monkeypatch.setattr(mom_module, "_hinge_qp_ipm", lambda *args, **kwargs: calls.append(1) or ipm(*args, **kwargs))
-    trial, X, M = _problem("knapsack", 1500, seed=5)
+    trial, X, M = _problem("knapsack", 300, seed=5)
     Theta, info = solve_hinge_qp(M, trial.train.Z, 1e-6)
     reference, _ = solve_hinge_qp_cvxpy(M, trial.train.Z, 1e-6)
     assert info["restricted_solves"] >= 1 and calls

@@ -30,7 +30,7 @@ Solvers:
      working set. The restricted problem lower-bounds the full one, so when no row breaks
      its assumption (up to `tol` on the margins) the restricted optimum is the optimum.
      The restricted QP goes to whichever solver suits its shape, Clarabel the fallback:
-     up to n*d = 1000 unknowns and at least 1.5 times as many working rows, a primal-dual
+     up to n*d = 1000 unknowns and at least half as many working rows, a primal-dual
      interior-point method with p x p steps (`_hinge_qp_ipm`, stopped by a duality-gap
      certificate); with many features (kernels: n*d > 2000) and fewer working rows, its
      dual, a box QP over the working rows with their k x k Gram matrix (`_box_qp`);
@@ -228,12 +228,10 @@ def _restricted_qp(rows: _HingeRows, lam: float, weight: float, working: np.ndar
         return w
     index = np.flatnonzero(working)
     k = index.size
-    if radius is None and p <= 1000 and 2 * k >= 3 * p and k * p >= 100_000:
+    if radius is None and 2 * k > p and p <= 1000:
         # Many rows, few features (linear MOM at small lam): an interior-point method whose
         # steps solve p x p systems, O(k p^2) each (Clarabel factors the (p + 2k)-sized KKT
-        # system with its k x p block). Measured on the experiments' working sets it wins
-        # above about k = 1.5 p and k p = 1e5 (up to 10x at k = 9656, p = 105); below,
-        # Clarabel is faster. Clarabel remains the fallback.
+        # system with its dense k x p block). Clarabel remains the fallback.
         try:
             return _hinge_qp_ipm(rows.dense_rows(index), gradient, lam, weight)
         except RuntimeError:
@@ -339,16 +337,6 @@ def _hinge_qp_ipm(H: np.ndarray, g: np.ndarray, lam: float, weight: float, gap_t
     bound on the optimum by weak duality), is below gap_tol * max(1, |P(w)|).
     """
     k, p = H.shape
-    if np.count_nonzero(H) < 0.3 * H.size:
-        # Shortest-path rows are sparse (a reduced cost involves a few arcs): sparse products
-        # make the p x p system several times cheaper than the dense k p^2.
-        H = sp.csr_matrix(H)
-
-    def normal_matrix(scale):
-        scaled = (sp.diags(scale) @ H) if sp.issparse(H) else H * scale[:, None]
-        product = scaled.T @ scaled
-        return product.toarray() if sp.issparse(product) else product
-
     w = np.zeros(p)
     s = np.full(k, 2.0)
     t = H @ w + s - 1.0  # = 1: the constraint holds exactly and stays so along Newton steps
@@ -373,7 +361,7 @@ def _hinge_qp_ipm(H: np.ndarray, g: np.ndarray, lam: float, weight: float, gap_t
         e = s / nu + t / alpha
         if not (np.isfinite(e).all() and e.min() > 0):
             break
-        system = normal_matrix(1.0 / np.sqrt(e))
+        system = (H.T * (1.0 / e)) @ H
         system[np.diag_indices(p)] += lam
         try:
             factor = scipy.linalg.cho_factor(system)

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from mom_pipeline.experiments import generate_experiment, parse_spec, solve_experiment
-from mom_pipeline.experiments.compute import ComputeConfig, imap_chunks, map_trials
+from mom_pipeline.experiments.compute import ComputeConfig, imap_trials, map_trials
 from mom_pipeline.experiments.online import run_online_trial
 
 SPEC = {"name": "t", "problem": "knapsack", "sweep": {"param": "degree", "values": [1]},
@@ -32,9 +32,9 @@ def test_config_validation():
         ComputeConfig.from_params({"workers": 2})
 
 
-def test_imap_chunks_keeps_order():
+def test_imap_trials_keeps_order():
     config = ComputeConfig(backend="loky", n_jobs=2)
-    assert list(imap_chunks(pow, [(i, 2) for i in range(9)], config)) == [i * i for i in range(9)]
+    assert list(imap_trials(pow, [(i, 2) for i in range(9)], config)) == [i * i for i in range(9)]
 
 
 def test_loky_equals_sequential():

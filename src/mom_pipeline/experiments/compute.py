@@ -47,7 +47,7 @@ class ComputeConfig:
     def parallel(self) -> bool:
         return self.backend != "sequential" and self.n_jobs != 1
 
-    def chunk_size(self) -> int:
+    def max_in_flight(self) -> int:
         """How many trials are in flight at once (bounds memory)."""
         if not self.parallel:
             return 1
@@ -85,11 +85,11 @@ def map_trials(fn: Callable, items: Iterable, config: ComputeConfig, desc: str =
         return parallel(joblib.delayed(fn)(*item) for item in progress(items, desc=desc))
 
 
-def imap_chunks(fn: Callable, items: Iterable, config: ComputeConfig, desc: str = "") -> Iterator:
+def imap_trials(fn: Callable, items: Iterable, config: ComputeConfig, desc: str = "") -> Iterator:
     """fn(*item) for each item, in input order, as they finish.
 
     The workers stay busy while the caller consumes results (joblib's generator mode): at
-    most `config.chunk_size()` items are dispatched ahead of the one the caller waits for,
+    most `config.max_in_flight()` items are dispatched ahead of the one the caller waits for,
     so only a few results are in memory at once (a trial's random forest at T = 5000 is
     150 MB)."""
     items = list(items)
@@ -103,7 +103,7 @@ def imap_chunks(fn: Callable, items: Iterable, config: ComputeConfig, desc: str 
         return
     import joblib
 
-    with _backend(config, return_as="generator", pre_dispatch=config.chunk_size()) as parallel:
+    with _backend(config, return_as="generator", pre_dispatch=config.max_in_flight()) as parallel:
         for result in parallel(joblib.delayed(fn)(*item) for item in items):
             next(done, None)
             yield result

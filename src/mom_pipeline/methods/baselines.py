@@ -28,7 +28,7 @@ from sklearn.linear_model import LinearRegression
 from sklearn.linear_model import Ridge as SkRidge
 
 from ..lp import StandardFormLP
-from .base import CostModel, LinearCostModel, check_features, resolve_lp
+from .base import CostModel, LinearCostModel, check_features, check_samples, resolve_lp
 
 KERNELS = ("poly", "rbf")
 
@@ -266,25 +266,7 @@ class SPOPlus(LinearCostModel):
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
         """Fit on features Z (T, d), true costs C (T, n) and the LPs (lp or A, b); returns self."""
-        self._check_hyperparameters()
-        Z = check_features(Z)
-        T, d = Z.shape
-        lp = resolve_lp(A, b, lp)
-        C = self._require_costs(C, T, lp.n)
-        if lp.A.ndim == 3 and lp.A.shape[0] != T:
-            raise ValueError(f"the LP has {lp.A.shape[0]} per-sample constraint sets but Z has {T} samples")
-        n_oracle_calls = 0
-        if X_star is None:
-            X_star = lp.solve(C).x
-            n_oracle_calls += 1
-        X_star = np.asarray(X_star, dtype=float)
-        if X_star.shape != (T, lp.n):
-            raise ValueError(f"X_star must be ({T}, {lp.n}); got shape {X_star.shape}")
-        bad = np.flatnonzero(~np.isfinite(X_star).all(axis=1))
-        if bad.size:
-            raise ValueError(f"X_star: sample {bad[0]} has a NaN or infinite entry")
-
-        _spo_plus_lockstep([self], Z, C, X_star, lp, n_oracle_calls)
+        _fit_spo_plus([self], Z, X_star, resolve_lp(A, b, lp), C)
         return self
 
     @classmethod
@@ -296,26 +278,31 @@ class SPOPlus(LinearCostModel):
         oracle calls of all of them are ONE batched `lp.solve` over the stacked batches.
         Every model ends exactly where its own `fit` would (the oracle is row by row).
         """
-        for model in models:
-            model._check_hyperparameters()
-        Z = check_features(Z)
-        T = Z.shape[0]
-        C = models[0]._require_costs(C, T, lp.n) if models else C
-        if lp.A.ndim == 3 and lp.A.shape[0] != T:
-            raise ValueError(f"the LP has {lp.A.shape[0]} per-sample constraint sets but Z has {T} samples")
-        n_oracle_calls = 0
-        if X_star is None:
-            X_star = lp.solve(C).x
-            n_oracle_calls = 1
-        X_star = np.asarray(X_star, dtype=float)
-        groups: dict[tuple, list] = {}
-        for model in models:
-            key = (int(model.batch_size), None if model.n_epochs is None else int(model.n_epochs),
-                   int(model.n_steps), repr(model.random_state))
-            groups.setdefault(key, []).append(model)
-        for group in groups.values():
-            _spo_plus_lockstep(group, Z, C, X_star, lp, n_oracle_calls)
+        _fit_spo_plus(models, Z, X_star, lp, C)
         return models
+
+
+def _fit_spo_plus(models: list[SPOPlus], Z, X_star, lp: StandardFormLP, C) -> None:
+    """Validate the inputs once and fit `models` (see `SPOPlus.fit_many`)."""
+    for model in models:
+        model._check_hyperparameters()
+    Z = check_features(Z)
+    T = Z.shape[0]
+    C = models[0]._require_costs(C, T, lp.n) if models else C
+    if lp.A.ndim == 3 and lp.A.shape[0] != T:
+        raise ValueError(f"the LP has {lp.A.shape[0]} per-sample constraint sets but Z has {T} samples")
+    n_oracle_calls = 0
+    if X_star is None:
+        X_star = lp.solve(C).x
+        n_oracle_calls = 1
+    X_star = check_samples("X_star", X_star, T, lp.n)
+    groups: dict[tuple, list] = {}
+    for model in models:
+        key = (int(model.batch_size), None if model.n_epochs is None else int(model.n_epochs),
+               int(model.n_steps), repr(model.random_state))
+        groups.setdefault(key, []).append(model)
+    for group in groups.values():
+        _spo_plus_lockstep(group, Z, C, X_star, lp, n_oracle_calls)
 
 
 def _spo_plus_lockstep(models: list[SPOPlus], Z, C, X_star, lp: StandardFormLP, n_oracle_calls: int) -> None:

@@ -260,6 +260,17 @@ def _restricted_qp(rows: _HingeRows, lam: float, weight: float, working: np.ndar
     return _solve_clarabel(P, q, A, b, cones, "restricted MOM QP")[:p]
 
 
+def _longest_step(*pairs) -> float:
+    """The largest t <= 1 keeping every value + t * change >= 0 (pairs of positive arrays and
+    their directions): the fraction-to-boundary rule of the interior-point methods below."""
+    ratios = [1.0]
+    for value, change in pairs:
+        shrinking = change < 0
+        if shrinking.any():
+            ratios.append(float(np.min(-value[shrinking] / change[shrinking])))
+    return min(ratios)
+
+
 def _box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_iter: int = 200) -> np.ndarray:
     """argmin 0.5 a'Qa + c'a s.t. 0 <= a <= upper (Q positive semidefinite, k x k).
 
@@ -302,22 +313,14 @@ def _box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_i
             d_up = (target - gap_up * z_up - corr_up + z_up * d_a) / gap_up
             return d_a, d_low, d_up
 
-        def longest_step(d_a, d_low, d_up):
-            ratios = [1.0]
-            for value, change in ((a, d_a), (gap_up, -d_a), (z_low, d_low), (z_up, d_up)):
-                shrinking = change < 0
-                if shrinking.any():
-                    ratios.append(float(np.min(-value[shrinking] / change[shrinking])))
-            return min(ratios)
-
         if not (np.isfinite(a).all() and gap_up.min() > 0 and a.min() > 0):
             break  # round-off pushed an iterate onto the bounds: give up, Clarabel takes over
         d_a, d_low, d_up = direction(0.0, 0.0, 0.0)
-        t = longest_step(d_a, d_low, d_up)
+        t = _longest_step((a, d_a), (gap_up, -d_a), (z_low, d_low), (z_up, d_up))
         mu_affine = ((a + t * d_a) @ (z_low + t * d_low) + (gap_up - t * d_a) @ (z_up + t * d_up)) / (2 * k)
         sigma = (mu_affine / mu) ** 3
         d_a, d_low, d_up = direction(sigma * mu, d_a * d_low, -d_a * d_up)
-        t = 0.99 * longest_step(d_a, d_low, d_up)
+        t = 0.99 * _longest_step((a, d_a), (gap_up, -d_a), (z_low, d_low), (z_up, d_up))
         a, z_low, z_up = a + t * d_a, z_low + t * d_low, z_up + t * d_up
     if fallback is not None:
         return fallback
@@ -377,20 +380,12 @@ def _hinge_qp_ipm(H: np.ndarray, g: np.ndarray, lam: float, weight: float, gap_t
             d_nu = r_nu - d_alpha
             return d_w, d_alpha, d_nu, (rc_t - t * d_alpha) / alpha, (rc_s - s * d_nu) / nu
 
-        def longest_step(d_alpha, d_nu, d_t, d_s):
-            ratios = [1.0]
-            for value, change in ((alpha, d_alpha), (nu, d_nu), (t, d_t), (s, d_s)):
-                shrinking = change < 0
-                if shrinking.any():
-                    ratios.append(float(np.min(-value[shrinking] / change[shrinking])))
-            return min(ratios)
-
         d_w, d_alpha, d_nu, d_t, d_s = direction(0.0, 0.0, 0.0)
-        step = longest_step(d_alpha, d_nu, d_t, d_s)
+        step = _longest_step((alpha, d_alpha), (nu, d_nu), (t, d_t), (s, d_s))
         mu_affine = ((t + step * d_t) @ (alpha + step * d_alpha) + (s + step * d_s) @ (nu + step * d_nu)) / (2 * k)
         sigma = (mu_affine / mu) ** 3
         d_w, d_alpha, d_nu, d_t, d_s = direction(sigma * mu, d_t * d_alpha, d_s * d_nu)
-        step = 0.99 * longest_step(d_alpha, d_nu, d_t, d_s)
+        step = 0.99 * _longest_step((alpha, d_alpha), (nu, d_nu), (t, d_t), (s, d_s))
         w, alpha, nu = w + step * d_w, alpha + step * d_alpha, nu + step * d_nu
         t, s = t + step * d_t, s + step * d_s
     raise RuntimeError("the interior-point method of the restricted MOM problem did not converge")

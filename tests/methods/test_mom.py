@@ -273,7 +273,7 @@ def test_a_singular_basis_names_the_sample():
 
 @pytest.mark.parametrize("rank", [5, 40])
 def test_box_qp_of_the_working_set_matches_cvxpy(rank):
-    from mom_pipeline.methods.mom import _box_qp
+    from mom_pipeline.solvers import box_qp as _box_qp
 
     rng = np.random.default_rng(rank)
     factor = rng.normal(size=(40, rank))
@@ -288,11 +288,11 @@ def test_box_qp_of_the_working_set_matches_cvxpy(rank):
 
 def test_kernel_sized_problems_take_the_dual_working_set_path(monkeypatch):
     """Many features and few rows: the restricted QPs are solved as box QPs; still exact."""
-    import mom_pipeline.methods.mom as mom_module
+    import mom_pipeline.solvers.hinge_working_set as mom_module
 
     calls = []
-    box_qp = mom_module._box_qp
-    monkeypatch.setattr(mom_module, "_box_qp", lambda *args, **kwargs: calls.append(1) or box_qp(*args, **kwargs))
+    box_qp = mom_module.box_qp
+    monkeypatch.setattr(mom_module, "box_qp", lambda *args, **kwargs: calls.append(1) or box_qp(*args, **kwargs))
     trial, X, M = _problem("knapsack", 30, seed=10)
     Z = np.random.default_rng(11).normal(size=(30, 100))  # 21 * 100 = 2100 unknowns, 300 rows
     w0 = np.random.default_rng(12).normal(size=M.shape[2] * Z.shape[1])  # skips the active-set finish
@@ -322,11 +322,11 @@ def test_warm_start_with_few_curved_rows_uses_woodbury_and_stays_exact(monkeypat
     """Kernel-sized features (p = n * d between 500 and 2000) with fewer curved rows than
     unknowns: the Newton steps of the warm start factor |Q| x |Q| systems, not p x p; the
     solution still matches cvxpy."""
-    import mom_pipeline.methods.mom as mom_module
+    import mom_pipeline.solvers.hinge_newton as mom_module
 
     sizes = []
-    solve_positive = mom_module._solve_positive
-    monkeypatch.setattr(mom_module, "_solve_positive",
+    solve_positive = mom_module.solve_positive
+    monkeypatch.setattr(mom_module, "solve_positive",
                         lambda matrix, rhs: sizes.append(matrix.shape[0]) or solve_positive(matrix, rhs))
     trial, X, M = _problem("shortest_path", 40, seed=3)
     rng = np.random.default_rng(4)
@@ -341,7 +341,7 @@ def test_warm_start_with_few_curved_rows_uses_woodbury_and_stays_exact(monkeypat
 def test_interior_point_of_the_restricted_problem_matches_cvxpy(lam):
     """Many rows, few features (the working set of linear MOM): the p x p interior-point
     method reaches the cvxpy optimum, also with a tiny lam and a large linear pull g."""
-    from mom_pipeline.methods.mom import _hinge_qp_ipm
+    from mom_pipeline.solvers import hinge_qp_ipm as _hinge_qp_ipm
 
     rng = np.random.default_rng(int(-np.log10(lam)))
     k, p, weight = 600, 30, 1.0 / 200
@@ -358,11 +358,11 @@ def test_interior_point_of_the_restricted_problem_matches_cvxpy(lam):
 
 
 def test_working_sets_with_many_rows_use_the_interior_point_method(monkeypatch):
-    import mom_pipeline.methods.mom as mom_module
+    import mom_pipeline.solvers.hinge_working_set as mom_module
 
     calls = []
-    ipm = mom_module._hinge_qp_ipm
-    monkeypatch.setattr(mom_module, "_hinge_qp_ipm", lambda *args, **kwargs: calls.append(1) or ipm(*args, **kwargs))
+    ipm = mom_module.hinge_qp_ipm
+    monkeypatch.setattr(mom_module, "hinge_qp_ipm", lambda *args, **kwargs: calls.append(1) or ipm(*args, **kwargs))
     trial, X, M = _problem("knapsack", 300, seed=5)
     Theta, info = solve_hinge_qp(M, trial.train.Z, 1e-6)
     reference, _ = solve_hinge_qp_cvxpy(M, trial.train.Z, 1e-6)
@@ -375,7 +375,7 @@ def test_box_qp_accepts_the_round_off_floor_of_a_badly_scaled_gram_matrix():
     """Q entries of 1e9 (separable kernel problems at small lam): the residual of Q a + c
     cannot fall below 1e-9, so the iterate converged up to round-off is returned instead of
     an error (which sent such problems to a 30-second Clarabel fallback); it matches cvxpy."""
-    from mom_pipeline.methods.mom import _box_qp
+    from mom_pipeline.solvers import box_qp as _box_qp
 
     rng = np.random.default_rng(7)
     factor = rng.normal(size=(300, 300)) * np.logspace(0, 4.5, 300)

@@ -375,7 +375,7 @@ class FTRLMOM(_OnlinePass):
     the solver's tolerance), i.e. exact FTRL. Even when Theta_t already satisfies the new sample
     with margin >= 1, the optimum moves (lam_t and the 1/t weight both change), so no refit is
     skipped as "unchanged"; instead each refit is warm-started from Theta_t, which makes it cheap
-    (the working-set solver of `mom.solve_hinge_qp` then usually needs one or two restricted QPs).
+    (the working-set solver of `mom_solve.solve_hinge_qp` then usually needs one or two restricted QPs).
     With ``refit_every=k > 1`` (the released code's speed-up) the first ``dense_steps`` steps refit
     every time and later steps only when t is a multiple of k, and at the last step; in between
     Theta stays at the last optimum (a stale leader: an approximation of Algorithm 4).
@@ -384,7 +384,7 @@ class FTRLMOM(_OnlinePass):
         refit_every: re-solve every k steps after the first ``dense_steps``.
         dense_steps: the number of initial steps that always refit.
         warm_start: start each refit from the previous Theta ("fast" solver only).
-        solver: "fast" (exact working-set method, `mom.solve_hinge_qp`) or "cvxpy" (the MOM
+        solver: "fast" (exact working-set method, `mom_solve.solve_hinge_qp`) or "cvxpy" (the MOM
             estimator's vectorized cvxpy reference, from scratch at each refit; slow, for checks).
         max_lambda: cap on lam_t = 1/sqrt(t) (None: no cap).
         radius: the radius of K = {||Theta||_F <= radius}; None = R^{n x d}.
@@ -440,7 +440,7 @@ class FTRLMOM(_OnlinePass):
     def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None, regret_scale: str = "l2"):
         self._check()
         Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C, regret_scale)
-        from .mom import solve_hinge_qp, solve_mom  # the offline estimator's solvers
+        from .mom_solve import solve_hinge_qp, solve_mom  # the offline estimator's solvers
 
         T, d = Z.shape
         lambdas = self.lambdas(T)

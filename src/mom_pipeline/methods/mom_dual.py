@@ -1,0 +1,89 @@
+"""MOM without a basis (beyond the paper): the dual formulation.
+
+Free dual variables y_t (m per sample) with reduced costs c_hat_t - A_t' y_t equal to 0 on the
+support of x*_t and >= 1 - s_t elsewhere. When x*_t is non-degenerate (support = basis) it is
+the basis formulation; on degenerate LPs (shortest path) it does not have to pick a basis.
+"""
+
+from __future__ import annotations
+
+import clarabel
+import numpy as np
+import scipy.sparse as sp
+import threadpoolctl
+
+from ..lp import basis_matrices
+from ..solvers.clarabel_qp import ball_block, solve_clarabel
+from .mom_problem import hinge_rows, operators_of_bases, support_mask
+
+
+def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """MOM without a basis: Clarabel on the whole problem, built sparse in one go.
+
+        min (lam/2)||Theta||^2 + (1/T) sum_t sum_{j not in supp x*_t} s_tj
+        s.t. (Theta z_t - A_t' y_t)_j = 0 on supp(x*_t), >= 1 - s_tj elsewhere, s >= 0.
+
+    Solved in an equivalent, smaller parametrization: for any basis B_t containing the
+    support S_t, the duals with zero reduced cost on S_t correspond one to one to the
+    reduced costs u_t on B_t - S_t (y_t = A_B^{-T}(c_B - r_B), r_B = 0 on S_t, u_t on the
+    rest), and then the reduced costs of the non-basic columns are M_t c_t - M_t[:, B - S] u_t.
+    So the rows are h_tk'vec(Theta) - M_t[k, B - S] u_t >= 1 - s (k non-basic) and
+    u_tj >= 1 - s (j in B - S), with u free: no equality rows, no y.
+
+    Args:
+        A: (m, n) or (T, m, n); basis: (T, m) bases containing the supports of X;
+        X: (T, n) observed optimal solutions; Z: (T, d).
+    Returns:
+        Theta (n, d), duals y (T, m) and an info dict.
+    """
+    Z = np.asarray(Z, dtype=float)
+    A = np.asarray(A, dtype=float)
+    T, d = Z.shape
+    m, n = A.shape[-2:]
+    p = n * d
+    support = support_mask(X)
+    extra = ~np.take_along_axis(support, basis, axis=1)  # (T, m): basic but not in the support
+    sample_of_u, position_of_u = np.nonzero(extra)
+    Q = sample_of_u.size
+    M = operators_of_bases(A, basis)
+    K = M.shape[1]
+    # Coefficients of u in the non-basic rows: -M[t, k, column of u], for the u of sample t.
+    values = -M[sample_of_u[:, None], np.arange(K)[None, :], basis[sample_of_u, position_of_u][:, None]]
+    row = sample_of_u[:, None] * K + np.arange(K)[None, :]
+    column = np.broadcast_to(np.arange(Q)[:, None], values.shape)
+    nonzero = values != 0
+    u_part = sp.csr_matrix((values[nonzero], (row[nonzero], column[nonzero])), shape=(T * K, Q))
+    reduced = sp.vstack([sp.hstack([hinge_rows(M, Z, sparse=True), u_part]),
+                         sp.hstack([sp.csr_matrix((Q, p)), sp.identity(Q)])], format="csr")
+    n_rows = T * K + Q
+    n_vars = p + Q + n_rows
+    slack = sp.identity(n_rows, format="csr")
+    blocks = [sp.hstack([-reduced, -slack]), sp.hstack([sp.csr_matrix((n_rows, p + Q)), -slack])]
+    b = [-np.ones(n_rows), np.zeros(n_rows)]  # reduced + s >= 1, s >= 0
+    cones = [clarabel.NonnegativeConeT(2 * n_rows)]
+    if radius is not None:
+        A_ball, b_ball, cone = ball_block(n_vars, 0, p, radius)
+        blocks.append(A_ball), b.append(b_ball), cones.append(cone)
+    P = sp.diags(np.concatenate([np.full(p, lam), np.zeros(n_vars - p)]), format="csc")
+    q = np.concatenate([np.zeros(p + Q), np.full(n_rows, 1.0 / T)])
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        x = solve_clarabel(P, q, sp.vstack(blocks, format="csr"), np.concatenate(b), cones,
+                            "dual-formulation MOM QP")
+    Theta = x[:p].reshape(n, d)
+    # The duals: y_t = A_B^{-T} (c_B - r_B) with r_B = u on B - S and 0 on S.
+    r_basic = np.zeros((T, m))
+    r_basic[sample_of_u, position_of_u] = x[p:p + Q]
+    costs_basic = np.take_along_axis(Z @ Theta.T, basis, axis=1)
+    y = np.linalg.solve(np.swapaxes(basis_matrices(A, basis), 1, 2), (costs_basic - r_basic)[..., None])[..., 0]
+    return Theta, y, dict(equality_rows=int(support.sum()), margin_rows=int(n_rows), free_reduced_costs=int(Q))
+
+
+def dual_formulation_objective(Theta, y, A, X, Z, lam: float) -> float:
+    """The dual formulation's objective at (Theta, y) with optimal slacks; the equality
+    residual on the support is not part of it (check it separately)."""
+    A = np.asarray(A, dtype=float)
+    A_stack = np.broadcast_to(A, (len(Z),) + A.shape[-2:]) if A.ndim == 2 else A
+    reduced = np.asarray(Z) @ np.asarray(Theta).T - np.einsum("tmn,tm->tn", A_stack, y)
+    hinge = np.where(support_mask(X), 0.0, np.maximum(0.0, 1.0 - reduced))
+    return float(0.5 * lam * np.sum(np.asarray(Theta) ** 2) + hinge.sum(axis=1).mean())
+

@@ -1,0 +1,104 @@
+"""Solving the MOM problem: one entry point (`solve_mom`) and its solvers.
+
+* "auto" (the default; "fast" is the same): the exact working-set method of
+  `solvers.hinge_working_set` on MOM's rows, rescaled to a largest row norm of 1; which
+  linear algebra each of its steps uses is `solvers.policy`'s choice, by problem shape.
+* "cvxpy": the reference, one vectorized matrix constraint H w >= 1 - s through Clarabel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import threadpoolctl
+
+from ..solvers.hinge_working_set import solve_working_set
+from .mom_problem import MOMHingeRows, hinge_rows
+
+SOLVERS = ("auto", "fast", "cvxpy")
+
+
+def _check_hyperparameters(lam, radius, tol) -> None:
+    if not np.isfinite(lam) or lam <= 0:
+        raise ValueError(f"lam must be a positive finite number; got {lam}")
+    if radius is not None and (not np.isfinite(radius) or radius <= 0):
+        raise ValueError(f"radius must be None or a positive finite number; got {radius}")
+    if not tol > 0:
+        raise ValueError(f"tol must be positive; got {tol}")
+
+
+def solve_hinge_qp(M, Z, lam: float, radius: float | None = None, tol: float = 1e-8, w0=None,
+                   band: float = 1e-2, linear_below: float = 1e-2, max_rounds: int = 100) -> tuple[np.ndarray, dict]:
+    """Exact MOM solution by the working-set method (`solvers.hinge_working_set`).
+
+    Args:
+        M: (T, K, n) reduced-cost operators; Z: (T, d) features; lam > 0; radius: ball or None.
+        tol: a row breaks its assumption when its margin is beyond 1 by more than tol.
+        w0: (n*d,) warm start; None: the smoothed-hinge Newton start (`solvers.hinge_newton.smoothed_hinge_start`).
+        band: rows whose warm-start margin is within band of 1 start in the working set;
+            rows are assumed violated below 1 - band and satisfied above 1 + band.
+    Returns:
+        Theta (n, d) and an info dict (rounds, working-set size, Newton steps).
+    """
+    # Many small BLAS calls: one thread avoids spin-waiting threads on a busy machine.
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        return _solve_rescaled(np.asarray(M, dtype=float), np.asarray(Z, dtype=float), lam, radius, tol, w0,
+                               band, linear_below, max_rounds)
+
+
+def _solve_rescaled(M, Z, lam, radius, tol, w0, band, linear_below, max_rounds):
+    # Rescale the rows to a largest norm of 1 (features Z / sigma, w * sigma, lam / sigma^2:
+    # the same problem) so that kernel features of any magnitude stay well conditioned.
+    sigma = float((np.linalg.norm(M, axis=2) * np.linalg.norm(Z, axis=1)[:, None]).max())
+    if not sigma > 0:
+        sigma = 1.0
+    rows = MOMHingeRows(M, Z / sigma)
+    w0 = None if w0 is None else np.asarray(w0, dtype=float).ravel() * sigma
+    w, info = solve_working_set(rows, lam / sigma**2, 1.0 / rows.T, None if radius is None else radius * sigma,
+                                tol, w0, band, linear_below, max_rounds)
+    return w.reshape(rows.n, rows.d) / sigma, info
+
+
+def _solve_cvxpy(objective_and_constraints, what: str):
+    """Solve a cvxpy problem with Clarabel; raise a clear error when it is not solved."""
+    import cvxpy as cp  # imported here: only the reference path needs cvxpy
+
+    objective, constraints = objective_and_constraints
+    problem = cp.Problem(cp.Minimize(objective), constraints)
+    problem.solve(solver=cp.CLARABEL)
+    if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+        raise RuntimeError(f"cvxpy/Clarabel did not solve the {what} (status {problem.status})")
+    return problem
+
+
+def solve_hinge_qp_cvxpy(M, Z, lam: float, radius: float | None = None) -> tuple[np.ndarray, dict]:
+    """Reference MOM solution: cvxpy with ONE matrix constraint H w >= 1 - s for all samples.
+
+    Args and returns as `solve_hinge_qp`.
+    """
+    import cvxpy as cp
+
+    M = np.asarray(M, dtype=float)
+    T, K, n = M.shape
+    d = Z.shape[1]
+    H = hinge_rows(M, Z, sparse=True)
+    w = cp.Variable(n * d)
+    s = cp.Variable(T * K, nonneg=True)
+    constraints = [H @ w >= 1 - s]
+    if radius is not None:
+        constraints.append(cp.norm(w, 2) <= radius)
+    problem = _solve_cvxpy((0.5 * lam * cp.sum_squares(w) + cp.sum(s) / T, constraints), "MOM QP")
+    return np.asarray(w.value).reshape(n, d), dict(status=problem.status, solver_objective=float(problem.value))
+
+
+def solve_mom(M, Z, lam: float, radius: float | None = None, solver: str = "auto",
+              tol: float = 1e-8) -> tuple[np.ndarray, dict]:
+    """The MOM coefficient Theta (n, d) for reduced-cost operators M (T, K, n) and features Z (T, d).
+
+    The entry point for callers that already hold the operators (online FTRL re-solves).
+    """
+    _check_hyperparameters(lam, radius, tol)
+    if solver in ("auto", "fast"):
+        return solve_hinge_qp(M, Z, lam, radius=radius, tol=tol)
+    if solver == "cvxpy":
+        return solve_hinge_qp_cvxpy(M, Z, lam, radius=radius)
+    raise ValueError(f"unknown solver {solver!r}; choose one of {SOLVERS}")

@@ -1,0 +1,206 @@
+"""The exact hinge-QP solver behind MOM: warm start, active-set finish, working set.
+
+    min_w  (lam/2) ||w||^2 + weight * sum_i max(0, 1 - h_i'w)      (optionally ||w|| <= radius)
+
+an L2-regularized hinge loss without intercept (a linear SVM whose labels are all +1). The
+rows h_i are never formed as one matrix: the solver sees them through a row operator
+(`HingeRowOperator`), so the caller chooses how products with them are computed (MOM's rows
+are Kronecker products of reduced-cost rows and features).
+
+1. Warm start (`hinge_newton.smoothed_hinge_start`), or the closed form with every row
+   violated when it is the optimum (large lam).
+2. Active-set finish: the optimality conditions with the smoothed rows guessed as the margin
+   rows are a small linear system; rows whose multiplier or margin contradicts the guess
+   move, and when none does the point is optimal. It gives up when the margin rows are
+   linearly dependent (frequent on degenerate LPs) and step 3 runs.
+3. Working set: rows clearly violated at the start enter a QP as a constant gradient, rows
+   clearly satisfied are dropped, the rest are hinge constraints; the restricted QP is solved
+   (by the path `policy.restricted_qp_method` picks); rows that break their assumption join.
+   The restricted problem lower-bounds the full one, so when no row breaks its assumption (up
+   to `tol` on the margins) the restricted optimum is the optimum.
+With a ball constraint only step 3 runs.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import clarabel
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+
+from .clarabel_qp import ball_block, solve_clarabel
+from .hinge_newton import smoothed_hinge_start
+from .interior_point import box_qp, hinge_qp_ipm
+from .policy import restricted_qp_method
+
+
+class HingeRowOperator(Protocol):
+    """Products with the hinge rows H (n_rows x n_vars) without forming H."""
+
+    n_vars: int
+    n_rows: int
+
+    def margins(self, w: np.ndarray) -> np.ndarray: """H w, (n_rows,)."""
+    def weighted_sum(self, alpha: np.ndarray) -> np.ndarray: """H' alpha, (n_vars,)."""
+    def gram(self, index: np.ndarray) -> np.ndarray: """H[index] H[index]', dense."""
+    def margins_of(self, index: np.ndarray, w: np.ndarray) -> np.ndarray: """H[index] w."""
+    def weighted_sum_of(self, index: np.ndarray, beta: np.ndarray) -> np.ndarray: """H[index]' beta."""
+    def dense_rows(self, index: np.ndarray) -> np.ndarray: """H[index], dense."""
+    def rows(self, index: np.ndarray) -> sp.csr_matrix: """H[index], sparse."""
+
+
+def restricted_qp(rows: HingeRowOperator, lam: float, weight: float, working: np.ndarray, linear: np.ndarray,
+                   radius: float | None) -> np.ndarray:
+    """argmin_w (lam/2)||w||^2 - weight * sum_{linear} h'w + weight * sum_{working} max(0, 1 - h'w)
+    (within the ball when radius is set): the MOM problem with the rows in `linear` assumed
+    violated and the rows outside both sets assumed satisfied."""
+    p = rows.n_vars
+    gradient = weight * rows.weighted_sum(linear.astype(float))
+    if not working.any():
+        # Closed form: the unconstrained minimizer, projected onto the ball.
+        w = gradient / lam
+        norm = np.linalg.norm(w)
+        if radius is not None and norm > radius:
+            w *= radius / norm
+        return w
+    index = np.flatnonzero(working)
+    k = index.size
+    method = restricted_qp_method(p, k, ball=radius is not None)  # see policy.py for why
+    if method == "interior_point":
+        try:
+            return hinge_qp_ipm(rows.dense_rows(index), gradient, lam, weight)
+        except RuntimeError:
+            pass
+    if method == "box_dual":
+        # The dual: a box QP over the working rows with their k x k Gram matrix.
+        try:
+            alpha = box_qp(rows.gram(index) / lam, rows.margins_of(index, gradient) / lam - 1.0, weight)
+            return (gradient + rows.weighted_sum_of(index, alpha)) / lam
+        except RuntimeError:
+            pass  # Clarabel is the fallback of both custom paths
+    n_vars = p + k
+    H_w = rows.rows(index)
+    identity = sp.identity(k, format="csr")
+    # h'w + s >= 1  and  s >= 0, written as b - A x >= 0.
+    A = sp.vstack([sp.hstack([-H_w, -identity]), sp.hstack([sp.csr_matrix((k, p)), -identity])], format="csr")
+    b = np.concatenate([-np.ones(k), np.zeros(k)])
+    cones = [clarabel.NonnegativeConeT(2 * k)]
+    if radius is not None:
+        A_ball, b_ball, cone = ball_block(n_vars, 0, p, radius)
+        A, b, cones = sp.vstack([A, A_ball], format="csr"), np.concatenate([b, b_ball]), cones + [cone]
+    P = sp.diags(np.concatenate([np.full(p, lam), np.zeros(k)]), format="csc")
+    q = np.concatenate([-gradient, np.full(k, weight)])
+    return solve_clarabel(P, q, A, b, cones, "restricted MOM QP")[:p]
+
+
+def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius: float | None, tol: float,
+                      w0: np.ndarray | None, band: float, linear_below: float,
+                      max_rounds: int) -> tuple[np.ndarray, dict]:
+    """argmin_w (lam/2)||w||^2 + weight * sum_i max(0, 1 - h_i'w) (within the ball ||w|| <= radius
+    when set) over the rows of `rows`, exactly: warm start, active-set finish, working set.
+
+    Args:
+        tol: a row breaks its assumption when its margin is beyond 1 by more than tol.
+        w0: (n_vars,) warm start; None: the closed form when it violates every row, else the
+            smoothed-hinge Newton start.
+        band: rows whose warm-start margin is within band of 1 start in the working set;
+            rows below 1 - linear_below are assumed violated, rows above 1 + band satisfied.
+    Returns:
+        w (n_vars,) and an info dict (rounds, working-set size, Newton steps, ...).
+    """
+    newton_steps = 0
+    if w0 is None:
+        w0 = closed_form_start(rows, lam, weight, radius)
+        if w0 is None:
+            w0, newton_steps = smoothed_hinge_start(rows, lam, weight)
+            if radius is not None and np.linalg.norm(w0) > radius:
+                w0 *= radius / np.linalg.norm(w0)
+                band = max(band, 0.1)  # a cruder start: more rows near the margin
+    u_start = rows.margins(np.asarray(w0, dtype=float).ravel())
+    if radius is None and newton_steps:
+        w, active_steps = active_set_finish(rows, lam, weight, u_start, tol)
+        if w is not None:
+            info = dict(rounds=1, working_set=0, linear_rows=int((rows.margins(w) < 1.0).sum()), restricted_solves=0,
+                        newton_steps=int(newton_steps), active_set_steps=active_steps, rows=int(rows.n_rows))
+            return w, info
+    # Rows far below the margin at the start are assumed violated (linear). With a weak
+    # regularizer that assumption lets the restricted optimum jump far (its linear pull is
+    # only held back by lam); a jump shows as many broken rows, and then fewer rows are
+    # linearized: the threshold `linear_below` grows and the jump is discarded.
+    working = (u_start >= 1.0 - linear_below) & (u_start <= 1.0 + band)
+    linear = u_start < 1.0 - linear_below
+    solves = 0
+    for round_ in range(1, max_rounds + 1):
+        w = restricted_qp(rows, lam, weight, working, linear, radius)
+        solves += working.any()
+        u = rows.margins(w)
+        broken = (linear & (u > 1.0 + tol)) | (~linear & ~working & (u < 1.0 - tol))
+        if not broken.any():
+            break
+        if linear.any() and broken.sum() > max(100, working.sum()):
+            linear_below *= 4.0
+            working |= (u_start >= 1.0 - linear_below) & (u_start <= 1.0 + band)
+            linear &= ~working
+            continue
+        # Rows near the margin join too: the next restricted optimum is likely to move them.
+        joining = broken | (~working & (np.abs(u - 1.0) <= band))
+        working |= joining
+        linear &= ~joining
+    else:
+        raise RuntimeError(f"MOM working-set method did not terminate in {max_rounds} rounds")
+    info = dict(rounds=round_, working_set=int(working.sum()), linear_rows=int(linear.sum()),
+                restricted_solves=int(solves), newton_steps=int(newton_steps), rows=int(rows.n_rows))
+    return w, info
+
+
+def active_set_finish(rows: HingeRowOperator, lam: float, weight: float, u: np.ndarray, tol: float,
+                       mu: float = 1e-2, max_steps: int = 25):
+    """The exact optimum by a primal-dual active-set method on the optimality conditions, or None.
+
+    Optimality: lam w = H' alpha with alpha_i = weight on violated rows (margin < 1),
+    0 on satisfied rows (margin > 1) and alpha_i in [0, weight] on margin rows (margin = 1).
+    Given a guess of the margin rows E and the violated rows L (from the smoothed start:
+    its curved rows are E), w and alpha_E solve a |E| x |E| linear system; rows whose
+    alpha or margin contradicts the guess move, until none does (then w is optimal, up to
+    tol on the margins). Returns None when the system is singular (more margin rows than
+    independent directions) or the guesses cycle: the working-set QP takes over.
+    """
+    v = 1.0 - u
+    margin, violated = (v > 0) & (v < mu), v >= mu
+    alpha_tol = 1e-9 * weight
+    for step in range(1, max_steps + 1):
+        gradient = weight * rows.weighted_sum(violated.astype(float))
+        index = np.flatnonzero(margin)
+        if index.size > rows.n_vars:
+            return None, step  # more margin rows than dimensions: dependent, leave it to the QP
+        alpha = np.zeros(0)
+        if index.size:
+            gram = rows.gram(index)
+            rhs = lam - rows.margins_of(index, gradient)
+            try:
+                alpha = scipy.linalg.cho_solve(scipy.linalg.cho_factor(gram), rhs)
+            except np.linalg.LinAlgError:
+                return None, step
+            if not np.allclose(gram @ alpha, rhs, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(rhs).max())):
+                return None, step  # numerically singular: the margin rows are not independent
+        w = (gradient + rows.weighted_sum_of(index, alpha)) / lam
+        u = rows.margins(w)
+        to_satisfied = np.zeros_like(margin)
+        to_violated = np.zeros_like(margin)
+        to_satisfied[index] = alpha < -alpha_tol
+        to_violated[index] = alpha > weight + alpha_tol
+        to_margin = (violated & (u > 1.0 + tol)) | (~violated & ~margin & (u < 1.0 - tol))
+        if not (to_satisfied.any() or to_violated.any() or to_margin.any()):
+            return w, step
+        margin = (margin & ~to_satisfied & ~to_violated) | to_margin
+        violated = (violated & ~to_margin) | to_violated
+    return None, max_steps
+
+
+def closed_form_start(rows: HingeRowOperator, lam: float, weight: float, radius: float | None):
+    """None, or the exact optimum when every row is violated there (large lam)."""
+    everything = np.ones(rows.n_rows, dtype=bool)
+    w = restricted_qp(rows, lam, weight, ~everything, everything, radius)
+    return w if np.all(rows.margins(w) < 1.0) else None

@@ -1,0 +1,140 @@
+"""Dense primal-dual interior-point methods (Mehrotra predictor-corrector) for two QP shapes
+that the generic conic solver handles slowly: a box-constrained QP with a dense k x k matrix
+(`box_qp`), and an L2-regularized hinge loss with many rows and few unknowns (`hinge_qp_ipm`,
+p x p Newton systems, stopped by a duality-gap certificate)."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+
+
+def longest_step(*pairs) -> float:
+    """The largest t <= 1 keeping every value + t * change >= 0 (pairs of positive arrays and
+    their directions): the fraction-to-boundary rule of the interior-point methods below."""
+    ratios = [1.0]
+    for value, change in pairs:
+        shrinking = change < 0
+        if shrinking.any():
+            ratios.append(float(np.min(-value[shrinking] / change[shrinking])))
+    return min(ratios)
+
+
+def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_iter: int = 200) -> np.ndarray:
+    """argmin 0.5 a'Qa + c'a s.t. 0 <= a <= upper (Q positive semidefinite, k x k).
+
+    Mehrotra's predictor-corrector interior-point method; each iteration factors
+    Q + diag(z_l / a + z_u / (upper - a)). For the MOM working set Q a + c = margins - 1, so
+    the multipliers z live on the margin scale (1): the tolerances are absolute there. Stops
+    when the residual of Q a + c - z_l + z_u is below tol and the mean complementarity
+    below tol * upper.
+    """
+    k = c.size
+    a = np.full(k, 0.5 * upper)
+    z_low = np.ones(k)
+    z_up = np.ones(k)
+    fallback = None
+    for _ in range(max_iter):
+        gap_up = upper - a
+        residual = Q @ a + c - z_low + z_up
+        mu = (a @ z_low + gap_up @ z_up) / (2 * k)
+        largest = np.abs(residual).max()
+        if (largest <= tol and mu <= tol * upper) or (largest <= 1e3 * tol and mu <= 1e-6 * tol * upper):
+            return a  # converged, or at the round-off floor of a badly scaled Q (kernels, tiny lam)
+        if largest <= 1e3 * tol and mu <= tol * upper:
+            # Converged up to a residual that round-off in Q a may not let fall below tol
+            # (Q entries of 1e9 on separable kernel problems): kept in case the next step
+            # breaks down on the bounds.
+            fallback = a
+        with np.errstate(divide="ignore", invalid="ignore"):
+            system = Q + np.diag(z_low / a + z_up / gap_up)
+        if not np.isfinite(system).all():
+            break
+        try:
+            factor = scipy.linalg.cho_factor(system)
+        except np.linalg.LinAlgError:
+            break
+
+        def direction(target, corr_low, corr_up):
+            rhs = -residual + (target - a * z_low - corr_low) / a - (target - gap_up * z_up - corr_up) / gap_up
+            d_a = scipy.linalg.cho_solve(factor, rhs)
+            d_low = (target - a * z_low - corr_low - z_low * d_a) / a
+            d_up = (target - gap_up * z_up - corr_up + z_up * d_a) / gap_up
+            return d_a, d_low, d_up
+
+        if not (np.isfinite(a).all() and gap_up.min() > 0 and a.min() > 0):
+            break  # round-off pushed an iterate onto the bounds: give up, Clarabel takes over
+        d_a, d_low, d_up = direction(0.0, 0.0, 0.0)
+        t = longest_step((a, d_a), (gap_up, -d_a), (z_low, d_low), (z_up, d_up))
+        mu_affine = ((a + t * d_a) @ (z_low + t * d_low) + (gap_up - t * d_a) @ (z_up + t * d_up)) / (2 * k)
+        sigma = (mu_affine / mu) ** 3
+        d_a, d_low, d_up = direction(sigma * mu, d_a * d_low, -d_a * d_up)
+        t = 0.99 * longest_step((a, d_a), (gap_up, -d_a), (z_low, d_low), (z_up, d_up))
+        a, z_low, z_up = a + t * d_a, z_low + t * d_low, z_up + t * d_up
+    if fallback is not None:
+        return fallback
+    raise RuntimeError("the box-constrained QP of the working set did not converge")
+
+
+def hinge_qp_ipm(H: np.ndarray, g: np.ndarray, lam: float, weight: float, gap_tol: float = 1e-11,
+                  max_iter: int = 100) -> np.ndarray:
+    """argmin_w (lam/2)||w||^2 - g'w + weight * sum_i max(0, 1 - h_i'w) for dense rows H (k x p).
+
+    Mehrotra's predictor-corrector method on  H w + s - 1 = t >= 0 (multipliers alpha),
+    s >= 0 (multipliers nu = weight - alpha). Every step solves (lam I + H' E^-1 H) dw = r
+    with a diagonal E: a p x p system, O(k p^2). It stops on a certificate, not on
+    residuals: the duality gap P(w) - D(alpha) of the iterate, with
+    P(w) = (lam/2)||w||^2 - g'w + weight sum max(0, 1 - Hw) and
+    D(alpha) = sum(alpha) - ||g + H'alpha||^2 / (2 lam) for 0 <= alpha <= weight (a lower
+    bound on the optimum by weak duality), is below gap_tol * max(1, |P(w)|).
+    """
+    k, p = H.shape
+    w = np.zeros(p)
+    s = np.full(k, 2.0)
+    t = H @ w + s - 1.0  # = 1: the constraint holds exactly and stays so along Newton steps
+    alpha = np.full(k, 0.5 * weight)
+    nu = weight - alpha
+
+    def primal(w):
+        return 0.5 * lam * w @ w - g @ w + weight * np.maximum(0.0, 1.0 - H @ w).sum()
+
+    def dual(alpha):
+        pull = g + H.T @ alpha
+        return alpha.sum() - pull @ pull / (2.0 * lam)
+
+    for _ in range(max_iter):
+        upper_bound = primal(w)
+        if upper_bound - dual(alpha) <= gap_tol * max(1.0, abs(upper_bound)):
+            return w
+        r_w = lam * w - g - H.T @ alpha
+        r_t = H @ w + s - 1.0 - t
+        r_nu = weight - alpha - nu
+        mu = (t @ alpha + s @ nu) / (2 * k)
+        e = s / nu + t / alpha
+        if not (np.isfinite(e).all() and e.min() > 0):
+            break
+        system = (H.T * (1.0 / e)) @ H
+        system[np.diag_indices(p)] += lam
+        try:
+            factor = scipy.linalg.cho_factor(system)
+        except np.linalg.LinAlgError:
+            break
+
+        def direction(target, corr_t, corr_s):
+            rc_t = target - t * alpha - corr_t
+            rc_s = target - s * nu - corr_s
+            rho = -r_t - (rc_s - s * r_nu) / nu + rc_t / alpha
+            d_w = scipy.linalg.cho_solve(factor, -r_w + H.T @ (rho / e))
+            d_alpha = (rho - H @ d_w) / e
+            d_nu = r_nu - d_alpha
+            return d_w, d_alpha, d_nu, (rc_t - t * d_alpha) / alpha, (rc_s - s * d_nu) / nu
+
+        d_w, d_alpha, d_nu, d_t, d_s = direction(0.0, 0.0, 0.0)
+        step = longest_step((alpha, d_alpha), (nu, d_nu), (t, d_t), (s, d_s))
+        mu_affine = ((t + step * d_t) @ (alpha + step * d_alpha) + (s + step * d_s) @ (nu + step * d_nu)) / (2 * k)
+        sigma = (mu_affine / mu) ** 3
+        d_w, d_alpha, d_nu, d_t, d_s = direction(sigma * mu, d_t * d_alpha, d_s * d_nu)
+        step = 0.99 * longest_step((alpha, d_alpha), (nu, d_nu), (t, d_t), (s, d_s))
+        w, alpha, nu = w + step * d_w, alpha + step * d_alpha, nu + step * d_nu
+        t, s = t + step * d_t, s + step * d_s
+    raise RuntimeError("the interior-point method of the restricted MOM problem did not converge")

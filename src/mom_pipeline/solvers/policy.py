@@ -1,0 +1,60 @@
+"""Which linear-algebra path solves a hinge QP of a given shape: the one place of thresholds.
+
+Two choices, both made from sizes alone (so every solve of the same shape takes the same
+path, on every machine):
+
+* `restricted_qp_method(n_vars, n_rows, ball)`: the restricted QP of a working-set round,
+  min (lam/2)||w||^2 - g'w + weight * sum_i max(0, 1 - h_i'w) over k = n_rows hinge rows
+  and p = n_vars unknowns.
+    - "interior_point" (`interior_point.hinge_qp_ipm`) when the rows outnumber half the
+      unknowns and p <= 1000: its Newton systems are p x p, O(k p^2) a step, while Clarabel
+      factors the (p + 2k)-sized KKT system with a dense k x p block (linear MOM at small
+      lam: thousands of working rows, a few hundred unknowns).
+    - "box_dual" (`interior_point.box_qp` on the dual) when p > max(2000, 2k): the dual is a
+      box QP with a k x k Gram matrix, far smaller than the primal (kernel features).
+    - "clarabel" otherwise, and always with a ball constraint (a second-order cone).
+  The custom paths fall back to Clarabel when they do not converge.
+* `newton_system(n_vars, n_curved)`: how a Newton step of the smoothed warm start is solved.
+    - "dense": the p x p Hessian, for p <= 2000 unless Woodbury is clearly cheaper;
+    - "woodbury": a |Q| x |Q| system over the curved rows Q, when |Q| <= 3000 and either
+      p > 2000 or (p > 500 and 2|Q| < p);
+    - "cg": conjugate gradients on the Hessian operator otherwise (many features and many
+      curved rows).
+
+`benchmarks/solver_policy.py` times every path on shapes on both sides of each threshold
+and prints the table that backs these numbers (docs/benchmarks.md keeps the last one).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+# Restricted QP: the interior-point method up to this many unknowns, when rows > unknowns / 2.
+INTERIOR_POINT_MAX_VARS = 1000
+# Restricted QP: the box-QP dual beyond this many unknowns (and more than twice the rows).
+BOX_DUAL_MIN_VARS = 2000
+# Newton steps: a dense p x p Hessian up to this many unknowns.
+DENSE_NEWTON_MAX_VARS = 2000
+# Newton steps: Woodbury with at most this many curved rows ...
+WOODBURY_MAX_ROWS = 3000
+# ... and, below DENSE_NEWTON_MAX_VARS, only beyond this many unknowns (and 2|Q| < p).
+WOODBURY_MIN_VARS = 500
+
+
+def restricted_qp_method(n_vars: int, n_rows: int, ball: bool) -> Literal["interior_point", "box_dual", "clarabel"]:
+    """The solver of a restricted hinge QP with `n_vars` unknowns and `n_rows` hinge rows."""
+    if not ball and 2 * n_rows > n_vars and n_vars <= INTERIOR_POINT_MAX_VARS:
+        return "interior_point"
+    if not ball and n_vars > max(BOX_DUAL_MIN_VARS, 2 * n_rows):
+        return "box_dual"
+    return "clarabel"
+
+
+def newton_system(n_vars: int, n_curved: int) -> Literal["dense", "woodbury", "cg"]:
+    """How a Newton step of the smoothed warm start with `n_curved` curved rows is solved."""
+    direct = n_vars <= DENSE_NEWTON_MAX_VARS
+    woodbury = n_curved <= WOODBURY_MAX_ROWS and (
+        not direct or (n_vars > WOODBURY_MIN_VARS and 2 * n_curved < n_vars))
+    if direct and not woodbury:
+        return "dense"
+    return "woodbury" if woodbury else "cg"

@@ -9,7 +9,7 @@ Relative losses (paper, appendix "performance measures"):
 
 * shortest path:  Rel-Loss_SP = c'(x_hat - x*) / c'x*  (regret over the optimal path length);
 * fractional knapsack: the paper writes Rel-Loss_FK = c'(x* - x_hat) / ||c||_2 with c the
-  UTILITY of its maximization reading (the released code computes it on utilities, NOTES);
+  UTILITY of its maximization reading (the released code computes it on utilities; docs/paper_notes.md);
   with our minimization costs c = -utility that is
   u'(x* - x_hat) / ||u||_2 = c'(x_hat - x*) / ||c||_2 = regret / ||c||_2 >= 0
   (||c||_2 = ||u||_2 because the slacks cost 0). Taken literally with the minimization

@@ -144,7 +144,7 @@ class KernelRidgeCost(_RegressionBaseline):
 
     * ``"poly"``: (z.z'/gamma + 1)^degree  -> sklearn kernel="poly", gamma=1/gamma, coef0=1;
     * ``"rbf"``:  exp(-||z - z'||^2 / gamma) -> sklearn kernel="rbf", gamma=1/gamma
-      (the paper's squared norm; the released code used the unsquared norm, see NOTES).
+      (the paper's squared norm; the released code used the unsquared norm; docs/paper_notes.md).
 
     scikit-learn's ``gamma`` is therefore the INVERSE of the ``gamma`` here. ``degree`` is
     ignored by the RBF kernel.
@@ -214,7 +214,7 @@ class SPOPlus(LinearCostModel):
 
     Minimizes (1/B) sum_{t in batch} SPO+(Theta z_t, c_t) + (lam/2)||Theta||_F^2 by
     mini-batch stochastic subgradient descent from Theta = 0 with step
-    step_size / sqrt(k + 1) at step k (as the released code, NOTES). The subgradient of a
+    step_size / sqrt(k + 1) at step k (as the released code; docs/paper_notes.md). The subgradient of a
     batch is the mean over the batch of 2 (x*_t - x_tilde_t) z_t' plus lam Theta, where
     x_tilde_t solves the LP with 2 c_hat_t - c_t; the B oracle calls of a step are ONE
     batched `lp.solve`. X* is taken from the argument when given, else solved once from C.

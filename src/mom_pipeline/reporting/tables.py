@@ -69,7 +69,7 @@ def summary_markdown(summary: pd.DataFrame, title: str, notes: str = "") -> str:
     if "relative_loss_released" in summary and summary["experiment"].str.len().gt(0).all():
         lines += ["`mean_relative_loss_released` in the CSV is the quantity the authors' released code "
                   "computed for shortest path (regret times the sum of 1/c_j over the optimal path; "
-                  "see NOTES.md, the metric slip), kept for comparison with the published figures.", ""]
+                  "see docs/paper_notes.md), kept for comparison with the published figures.", ""]
     return "\n".join(lines)
 
 

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from mom_pipeline.solvers import box_qp, hinge_qp_ipm, restricted_qp_method, solve_clarabel
 
 # (p, k): both sides of each threshold of restricted_qp_method.
-SHAPES = [(60, 2000), (240, 4000), (960, 3000), (1100, 3000), (2100, 300), (2400, 1000), (2100, 1500)]
+SHAPES = [(60, 2000), (240, 4000), (960, 3000), (1100, 3000), (1500, 800), (2100, 300), (2400, 1000)]
 LAM, REPEATS = 1e-3, 2
 
 

@@ -70,7 +70,6 @@ class CostModel(BaseEstimator):
     """Base class: subclasses implement `fit` and `predict_cost`."""
 
     needs_costs: ClassVar[bool] = False
-    name: ClassVar[str] = "base"
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
         raise NotImplementedError

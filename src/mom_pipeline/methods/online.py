@@ -212,7 +212,6 @@ class OnlineMOM(_OnlinePass):
         progress: show a tqdm progress bar.
     """
 
-    name: ClassVar[str] = "MOM-OGD"
 
     def __init__(self, step_size: float = 0.1, radius: float | None = None, step_schedule: str = "constant",
                  use_average: bool = False, progress: bool = False):
@@ -257,7 +256,6 @@ class Perceptron(_OnlinePass):
         progress: show a tqdm progress bar.
     """
 
-    name: ClassVar[str] = "Perceptron"
 
     def __init__(self, threshold: float = 0.5, use_average: bool = False, progress: bool = False):
         self.threshold = threshold
@@ -317,7 +315,6 @@ class SuboptimalityOGD(_OnlinePass):
         use_average, progress: as in `OnlineMOM`.
     """
 
-    name: ClassVar[str] = "Suboptimality-OGD"
 
     def __init__(self, step_size: float = 0.1, radius: float | None = None, step_schedule: str = "constant",
                  init: str = "random", init_scale: float = 1.0, random_state=0, use_average: bool = False,
@@ -398,7 +395,6 @@ class FTRLMOM(_OnlinePass):
     ``lambdas_`` (T,) lam_t, ``solve_info_`` (list of the solver's info dicts, one per refit).
     """
 
-    name: ClassVar[str] = "MOM-FTRL"
 
     def __init__(self, refit_every: int = 1, dense_steps: int = 100, warm_start: bool = True, solver: str = "fast",
                  max_lambda: float | None = None, radius: float | None = None, warm_band: float = 0.02,

@@ -9,8 +9,22 @@ import numpy as np
 from .errors import LPInputError
 
 
+class ConstraintShape:
+    """m (rows) and n (columns) of constraint matrices A, (m, n) shared or (T, m, n) per sample."""
+
+    A: np.ndarray
+
+    @property
+    def m(self) -> int:
+        return self.A.shape[-2]
+
+    @property
+    def n(self) -> int:
+        return self.A.shape[-1]
+
+
 @dataclass(frozen=True)
-class LPBatch:
+class LPBatch(ConstraintShape):
     """A validated batch of T standard-form LPs.
 
     A is (m, n) when the constraints are shared by every sample, else (T, m, n);
@@ -29,14 +43,6 @@ class LPBatch:
     @property
     def shared_b(self) -> bool:
         return self.b.ndim == 1
-
-    @property
-    def m(self) -> int:
-        return self.A.shape[-2]
-
-    @property
-    def n(self) -> int:
-        return self.A.shape[-1]
 
     def A_of(self, t: int) -> np.ndarray:
         """Constraint matrix of sample t, (m, n)."""

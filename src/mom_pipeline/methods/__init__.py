@@ -14,7 +14,8 @@ from .base import CostModel, LinearCostModel, MissingCostsError, NotFittedError,
 from .baselines import OLS, KernelRidgeCost, RandomForest, Ridge, SPOPlus
 from .kernels import KernelFeatures, KernelMOM
 from .mom import MOM
-from .online import FTRLMOM, OnlineMOM, Perceptron, SuboptimalityOGD
+from .ftrl import FTRLMOM
+from .online import OnlineMOM, Perceptron, SuboptimalityOGD
 from .registry import METHODS, MethodEntry, method_entry
 from .tuning import TuningResult, grid_search, validation_split
 

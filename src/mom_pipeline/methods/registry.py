@@ -13,7 +13,8 @@ from .base import CostModel
 from .baselines import OLS, KernelRidgeCost, RandomForest, Ridge, SPOPlus
 from .kernels import KernelMOM
 from .mom import MOM
-from .online import FTRLMOM, OnlineMOM, Perceptron, SuboptimalityOGD
+from .ftrl import FTRLMOM
+from .online import OnlineMOM, Perceptron, SuboptimalityOGD
 
 
 class UnknownMethodError(ValueError):

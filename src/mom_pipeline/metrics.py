@@ -23,6 +23,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from .checks import finite_samples
+
 PROBLEMS = ("shortest_path", "knapsack")
 
 #: Relative tolerance of the exactness flags (see `per_sample_metrics`).
@@ -30,16 +32,9 @@ EXACT_RTOL = 1e-9
 
 
 def _as_batch(name: str, value, shape: tuple[int, int] | None = None) -> np.ndarray:
-    """A finite (T, n) float array; errors name the first bad sample."""
-    arr = np.asarray(value, dtype=float)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be (T, n); got shape {arr.shape}")
-    if shape is not None and arr.shape != shape:
-        raise ValueError(f"{name} must have shape {shape} like C; got {arr.shape}")
-    bad = np.flatnonzero(~np.isfinite(arr).all(axis=1))
-    if bad.size:
-        raise ValueError(f"{name}: sample {bad[0]} has a NaN or infinite entry")
-    return arr
+    """A finite (T, n) float array (of `shape` when given); errors name the first bad sample."""
+    rows, columns = shape if shape is not None else (None, None)
+    return finite_samples(name, value, n_samples=rows, n_columns=columns, shape_hint=" like C" if shape else "")
 
 
 def _rowdot(U: np.ndarray, V: np.ndarray) -> np.ndarray:

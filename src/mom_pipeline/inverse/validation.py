@@ -25,20 +25,8 @@ import numpy as np
 import pandas as pd
 
 from ..lp import BasisError, StandardFormLP, basis_from_solution
-from .schema import (
-    CONSTRAINT_COLUMNS,
-    ID,
-    RHS_COLUMNS,
-    SHARED_ID,
-    InverseInputError,
-    InverseProblem,
-    IssueLog,
-    build_constraints,
-    normalize_id,
-    read_features,
-    read_long_table,
-    read_wide_table,
-)
+from .schema import CONSTRAINT_COLUMNS, ID, RHS_COLUMNS, SHARED_ID, InverseInputError, InverseProblem, IssueLog, normalize_id
+from .tables import build_constraints, read_features, read_long_table, read_wide_table
 from .presolve import drop_implied_constraints
 from .standard_form import OriginalConstraints, StandardFormError, convert_samples
 

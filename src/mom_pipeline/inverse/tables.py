@@ -22,6 +22,7 @@ from .schema import (
 )
 from .standard_form import OriginalConstraints
 
+
 def _require_columns(df, table: str, columns, log: IssueLog) -> None:
     if df is None or not isinstance(df, pd.DataFrame):
         log.fatal(table, f"expected a table (pandas DataFrame); got {type(df).__name__}")
@@ -79,7 +80,7 @@ def read_wide_table(df, table: str, log: IssueLog, columns=None) -> tuple[list, 
     if not columns:
         log.fatal(table, "no value columns besides 'id'")
     ids = [normalize_id(v) for v in df[ID].tolist()]
-    counts = pd.Series([i for i in ids if i is not None], dtype=object).value_counts()
+    counts = pd.Series([i for i in ids if i not in (None, SHARED_ID)], dtype=object).value_counts()
     duplicated = set(counts.index[counts > 1])
     parsed = [_numeric(df, c) for c in columns]
     values = np.column_stack([p[0] for p in parsed])
@@ -94,6 +95,9 @@ def read_wide_table(df, table: str, log: IssueLog, columns=None) -> tuple[list, 
     for r, id in enumerate(ids):
         if id is None:
             log.reject(None, table, r, "the id is missing")
+        elif id == SHARED_ID:
+            log.reject(None, table, r, f"id {SHARED_ID!r} marks the constraint rows shared by all observations; "
+                                       "an observation needs an id of its own")
         elif id in duplicated:
             if id not in reported_duplicates:
                 rows = [i for i, other in enumerate(ids) if other == id]
@@ -173,6 +177,9 @@ def read_long_table(df, table: str, log: IssueLog, n: int) -> tuple[pd.DataFrame
         flag(bad, lambda r, c=value_column, v=values, nn=not_number: _cell_problem(v[r], nn[r], df[c].iloc[r], c,
                                                                                     allow_inf))
         out[value_column] = values
+    if table == "bounds":
+        flag(out["lower"].to_numpy() > out["upper"].to_numpy(), lambda r: f"the bounds of x_{out['col'].iloc[r]} "
+             f"are empty: lower {out['lower'].iloc[r]:g} > upper {out['upper'].iloc[r]:g}")
     key = [c for c in ("kind", "row", "col") if c in columns]
     duplicated = out.duplicated(subset=[ID] + key, keep=False).to_numpy()
     flag(duplicated, lambda r: f"{'/'.join(key)} {tuple(out[key].iloc[r])} is given twice"

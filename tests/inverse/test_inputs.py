@@ -1,10 +1,20 @@
-"""Issue 12 item 8 at the library level: the shared-row marker as an observation id, and
-empty bounds reported against the bounds file."""
+"""Inverse inputs at the library level (issue 12 items 1, 3, 8): the shared-row marker as
+an observation id, empty bounds, and the checks before a prescription."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from mom_pipeline.inverse import InverseInputError, constraints_to_tables, load_inverse_problem, make_example_dataset
+from mom_pipeline.inverse import (
+    InverseInputError,
+    constraints_to_tables,
+    load_inverse_problem,
+    make_example_dataset,
+    prescribe,
+)
+from mom_pipeline.inverse.example import grid_flow_constraints
+from mom_pipeline.inverse.prescription import prescription_problem, record_fit
+from mom_pipeline.methods.mom import MOM
 
 FILES = {name: f"data/01_raw/{name}.csv" for name in ("features", "decisions", "constraints", "rhs", "bounds")}
 
@@ -43,3 +53,44 @@ def test_empty_bounds_are_reported_against_the_bounds_file():
     row = tables["bounds"].index[(tables["bounds"]["id"] == ids[5]) & (tables["bounds"]["col"] == 4)][0]
     assert report[["id", "file", "row"]].values.tolist() == [[ids[5], FILES["bounds"], row]]
     assert problem.n_samples == 7
+
+
+def _fitted(tables, **options):
+    problem, _ = load_inverse_problem(tables, **options)
+    model = MOM(formulation="dual", lam=1e-3).fit(problem.Z, problem.X_std, lp=problem.lp)
+    return record_fit(model, problem, add_intercept=options.get("add_intercept", False), all_columns=True), problem
+
+
+def test_prescription_matches_columns_by_name_and_checks_the_lp():
+    tables = make_example_dataset(n_observations=30, grid=(3, 3), seed=2, n_new=10)
+    model, problem = _fitted(tables, add_intercept=True)
+    limits = {name: tables[name] for name in ("constraints", "rhs", "bounds")}
+    contexts = tables["new_contexts"]
+    in_order = prescribe(model, prescription_problem(model, problem, contexts, **limits))
+    shuffled = contexts[["id", "weekend", "hour_cos", "rain_mm", "hour_sin"]]
+    pd.testing.assert_frame_equal(prescribe(model, prescription_problem(model, problem, shuffled, **limits)), in_order)
+    with pytest.raises(InverseInputError, match=r"new.csv.*missing column\(s\) \['weekend'\]"):
+        prescription_problem(model, problem, contexts.drop(columns="weekend"), **limits,
+                             file_names={"features": "new.csv"})
+    other = dict(limits, bounds=limits["bounds"].iloc[1:])  # x_0 loses its upper bound: another standard form
+    with pytest.raises(InverseInputError, match="fitted on another LP"):
+        prescription_problem(model, problem, contexts, **other)
+    with pytest.raises(InverseInputError, match="does not say which problem"):
+        prescription_problem(MOM(), problem, contexts, **limits)
+
+
+def test_prescription_with_per_observation_rhs_ignores_the_training_rows():
+    """Per-observation constraint tables hold rows for the training ids and the new ids;
+    a prescription uses the new ids' rows only."""
+    A_eq, b_eq, structure = grid_flow_constraints((3, 3))
+    tables = make_example_dataset(n_observations=20, grid=(3, 3), seed=4, n_new=6)
+    ids = tables["features"]["id"].tolist() + tables["new_contexts"]["id"].tolist()
+    per_obs = constraints_to_tables(A_eq=np.broadcast_to(A_eq, (len(ids),) + A_eq.shape), b_eq=np.broadcast_to(b_eq, (len(ids),) + b_eq.shape), ids=ids)
+    tables["rhs"] = per_obs["rhs"]
+    model, problem = _fitted(tables, on_invalid="report")  # training reports the new ids (no features row)
+    assert problem.n_samples == 20
+    new_problem = prescription_problem(model, problem, tables["new_contexts"], tables["constraints"], tables["rhs"],
+                                       tables["bounds"])
+    assert new_problem.ids.tolist() == tables["new_contexts"]["id"].tolist()
+    routes = prescribe(model, new_problem).drop(columns="id").to_numpy()
+    assert set(np.unique(routes)) <= {0.0, 1.0} and (routes.sum(axis=1) == 4).all()  # 3x3 grid: 4 edges

@@ -13,7 +13,8 @@ every table has a column ``id``. Five tables, the last three describing the cons
 
     id, <feature columns...>          e.g.  id, hour_sin, hour_cos, rain_mm, weekend
 
-``id`` is unique; every other column is a numeric feature (or pick them with
+``id`` is unique text (the pipelines read ``0000`` as ``0000``) and not ``*``, which marks
+shared constraint rows; every other column is a numeric feature (or pick them with
 ``feature_columns``). ``add_intercept=True`` appends a constant feature ``intercept`` = 1.
 
 **decisions** (required for training; absent for prescription): one row per observation,
@@ -69,11 +70,11 @@ forth. Per-observation constraints must give every observation the same kinds of
 one size.
 
 Validation (`mom_pipeline.inverse.validation.validate_inverse_problem`) rejects an
-observation, naming the file, the row and the reason, when: its id is missing, duplicated
-or absent from another table; a value is NaN, infinite or not a number; an index is out of
-range; a rhs is missing; its constraints are inconsistent or convert to a standard form of
-another size; its decision x* is not feasible (relative tolerance 1e-7) or not a vertex of
-its LP. ``on_invalid="raise"`` raises for the first invalid observation (saying how many
+observation, naming the file, the row and the reason, when: its id is missing, duplicated,
+``*`` or absent from another table; a value is NaN, infinite or not a number; an index is
+out of range; a rhs is missing; a bounds row has lower > upper; its constraints are
+inconsistent or convert to a standard form of another size; its decision x* is not
+feasible (relative tolerance 1e-7) or not a vertex of its LP. ``on_invalid="raise"`` raises for the first invalid observation (saying how many
 more there are); ``on_invalid="report"`` drops every invalid observation and lists each
 once in a rejection report (columns id, file, row, reason). A problem of a table as a whole
 (a missing column, an empty table, an invalid shared constraint) raises in both modes.

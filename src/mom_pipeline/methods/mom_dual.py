@@ -24,8 +24,9 @@ def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = No
 
     solver "auto"/"fast": the block interior-point method of `solvers.block_hinge_ipm` (the
     samples couple only through Theta: every Newton step eliminates each sample's reduced
-    costs u_t in a small system); with a ball constraint, or "cvxpy" (the reference), one
-    Clarabel solve of the whole sparse problem.
+    costs u_t in a small system); with a ball constraint, with "cvxpy" (the reference), or when
+    the block method fails (recorded in info["block_ipm_failure"]), one Clarabel solve of the
+    whole sparse problem.
     """
     if radius is not None or solver == "cvxpy":
         return solve_dual_formulation_clarabel(A, basis, X, Z, lam, radius)
@@ -43,8 +44,16 @@ def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = No
     # Features rescaled so the largest row norm on Theta is 1 (as the basis formulation).
     sigma = float((np.linalg.norm(M, axis=2) * np.linalg.norm(Z, axis=1)[:, None]).max())
     sigma = sigma if sigma > 0 else 1.0
-    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
-        W, U, info = block_hinge_qp(M, rows_on_u, Z / sigma, lam / sigma**2, 1.0 / T)
+    try:
+        with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+            W, U, info = block_hinge_qp(M, rows_on_u, Z / sigma, lam / sigma**2, 1.0 / T)
+    except RuntimeError as error:
+        # Free reduced costs that no row bounds from above (a direction of u along which every
+        # margin grows) make the barrier problem unbounded and the block method diverge; the
+        # conic solver's homogeneous embedding does not mind: the same problem, solved whole.
+        Theta, y, info = solve_dual_formulation_clarabel(A, basis, X, Z, lam)
+        info["block_ipm_failure"] = str(error)
+        return Theta, y, info
     Theta = W / sigma
     r_basic = np.zeros((T, basis.shape[1]))
     r_basic[sample_of_u, position_of_u] = U[sample_of_u, slot]

@@ -57,7 +57,7 @@ def fit_standardized(model: MOM, Z, X, lp: StandardFormLP, basis=None, feature_n
         model.fit(scaler.transform(Z), X, lp=lp, basis=basis)
     except RuntimeError as error:
         name, row, value = scaler.most_extreme_feature(Z)
-        where = ids[row] if ids is not None else row
+        where = str(ids[row]) if ids is not None else row
         raise RuntimeError(f"MOM (lam={model.lam:g}, {model.formulation} formulation) failed on {len(Z)} observations: "
                            f"{error}. Look first at feature {name!r} of observation {where!r} "
                            f"({value:.3g} standard deviations from its mean)") from error

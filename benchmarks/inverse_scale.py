@@ -87,7 +87,7 @@ def run_child(grid, T: int, limit: float) -> dict:
     except subprocess.TimeoutExpired:
         return dict(status=f"over {limit:.0f} s")
     if result.returncode != 0:
-        return dict(status=f"failed: {result.stderr.strip().splitlines()[-1][:80]}")
+        return dict(status=f"failed: {(result.stderr.strip().splitlines() or ['killed'])[-1][:80]}")
     return dict(status="ran", **json.loads(result.stdout.strip().splitlines()[-1]))
 
 
@@ -99,11 +99,13 @@ def main(budget_gb: float, limit: float) -> None:
     print("-" * len(header))
     for grid in GRIDS:
         n, K, q = shapes(grid)
-        measured = []
+        measured, over = [], None
         for T in SIZES:
             estimate = estimated_bytes(grid, T) / 2**30
             projected = measured[-1][1] * T / measured[-1][0] if measured else 0.0
-            if estimate > budget_gb:
+            if over is not None:
+                row = dict(status=f"not run: T = {over} already over {limit:.0f} s")
+            elif estimate > budget_gb:
                 row = dict(status=f"not run: estimated {estimate:.1f} GB > {budget_gb:g} GB")
             elif projected > limit:
                 row = dict(status=f"not run: projected {projected:.0f} s > {limit:.0f} s")
@@ -111,6 +113,8 @@ def main(budget_gb: float, limit: float) -> None:
                 row = run_child(grid, T, limit)
             if row["status"] == "ran":
                 measured.append((T, row["seconds"]))
+            elif row["status"].startswith("over"):
+                over = T
             print(f"{grid[0]:>3}x{grid[1]:<3} {n:>5} {K:>4} {q:>4} {T:>7} | {estimate:8.2f} | "
                   f"{row.get('seconds', float('nan')):8.2f} {row.get('peak_gb', float('nan')):8.2f} "
                   f"{row.get('iterations', ''):>5} | {row['status']}", flush=True)

@@ -60,7 +60,7 @@ def fit_standardized(model: MOM, Z, X, lp: StandardFormLP, basis=None, feature_n
         where = str(ids[row]) if ids is not None else row
         raise RuntimeError(f"MOM (lam={model.lam:g}, {model.formulation} formulation) failed on {len(Z)} observations: "
                            f"{error}. Look first at feature {name!r} of observation {where!r} "
-                           f"({value:.3g} standard deviations from its mean)") from error
+                           f"(standardized value {value:.3g})") from error
     model.coef_ = scaler.coef_to_user(model.coef_)
     model.feature_scaling_ = scaler
     return model

@@ -6,10 +6,11 @@ the penalty meaningless. `FeatureStandardizer` rescales every column to unit spr
 fit and `coef_to_user` maps the learned Theta back, so that Theta z in the user's units equals
 Theta_std z_std: decisions do not depend on the units a column is written in.
 
-* With an intercept column (a constant column, e.g. ``add_intercept: true``), the other columns
-  are centred and divided by their standard deviation; the intercept absorbs the centring.
-* Without one, columns are only divided by their root mean square (centring would change the
-  model class).
+* Every column is divided by its root mean square, which keeps the model class and the
+  regularizer's geometry of features already on a unit scale (intercept included).
+* With an intercept column (the constant column, e.g. ``add_intercept: true``), a column
+  whose offset dominates its spread (epoch seconds: 1.7e9 +- 1e6) is centred and divided by
+  its standard deviation instead; the intercept absorbs the centring.
 A column that cannot be standardized (non-finite values, constant when it is not the one
 intercept) raises `FeatureScaleError` naming it. (After standardizing no value can lie more
 than sqrt(T) spreads out, so a column cannot stay extreme; when a solver still fails,
@@ -19,6 +20,11 @@ than sqrt(T) spreads out, so a column cannot stay extreme; when a solver still f
 from __future__ import annotations
 
 import numpy as np
+
+# A column whose |mean| exceeds this many standard deviations is centred when there is an
+# intercept: divided by its root mean square alone it would be nearly collinear with the intercept.
+CENTER_ABOVE = 10.0
+
 
 class FeatureScaleError(ValueError):
     """A feature column that cannot be used in the fit; the message names it."""
@@ -51,13 +57,13 @@ class FeatureStandardizer:
         self.intercept_index_ = int(constant[0]) if constant.size else None
         self.intercept_value_ = float(Z[0, constant[0]]) if constant.size else None
         self.feature_names_ = names
-        center = self.intercept_index_ is not None
-        self.mean_ = Z.mean(axis=0) if center else np.zeros(d)
-        spread = Z.std(axis=0) if center else np.sqrt(np.mean(Z**2, axis=0))
-        if center:
-            self.mean_[self.intercept_index_] = 0.0
-            spread[self.intercept_index_] = abs(Z[0, self.intercept_index_])
-        self.scale_ = spread
+        mean, std = Z.mean(axis=0), Z.std(axis=0)
+        # Centre (into the intercept) only the columns whose offset dominates their spread.
+        center = (np.abs(mean) > CENTER_ABOVE * std) if self.intercept_index_ is not None else np.zeros(d, bool)
+        if self.intercept_index_ is not None:
+            center[self.intercept_index_] = False
+        self.mean_ = np.where(center, mean, 0.0)
+        self.scale_ = np.where(center, std, np.sqrt(np.mean(Z**2, axis=0)))
         return self
 
     def transform(self, Z) -> np.ndarray:

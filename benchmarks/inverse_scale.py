@@ -23,6 +23,8 @@ import time
 
 import numpy as np
 
+from mom_pipeline.solvers.policy import block_ipm_bytes
+
 GRIDS = ((5, 5), (10, 10), (20, 20))
 SIZES = (1_000, 10_000, 100_000)
 N_FEATURES = 8
@@ -39,10 +41,9 @@ def shapes(grid: tuple[int, int]) -> tuple[int, int, int]:
 
 
 def estimated_bytes(grid, T: int, d: int = N_FEATURES) -> float:
-    """Dense arrays of one Newton step of the block method (module `solvers.block_hinge_ipm`)."""
+    """Dense arrays of one Newton step of the block method (`solvers.policy.block_ipm_bytes`)."""
     n, K, q = shapes(grid)
-    per_sample = K * n * 4 + K * q * 2 + (K + q) * q * 2 + (K + q) ** 2 + n * n * 2 + q * q * 3 + (K + q) * 25
-    return 8.0 * (T * per_sample + 3 * (n * d) ** 2)
+    return block_ipm_bytes(T, K, q, n, d)
 
 
 def worker(grid, T: int) -> dict:

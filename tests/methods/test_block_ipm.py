@@ -47,3 +47,15 @@ def test_both_dual_solvers_agree_on_degenerate_shortest_paths(lam):
     conic = MOM(lam=lam, formulation="dual", solver="cvxpy").fit(trial.train.Z, X, lp=trial.lp)
     assert fast.solver_info_["solver"] == "block_ipm" and conic.solver_info_["solver"] == "clarabel"
     assert fast.objective_ == pytest.approx(conic.objective_, rel=1e-6)
+
+
+def test_problems_too_large_for_the_block_method_go_to_clarabel(monkeypatch):
+    import mom_pipeline.methods.mom_dual as mom_dual
+
+    trial = generate_shortest_path(80, 0, degree=4, eps_bar=0.5, seed=5)
+    X = trial.lp.solve(trial.train.C).x
+    block = MOM(lam=1e-2, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
+    monkeypatch.setattr(mom_dual, "block_ipm_fits", lambda *shape: False)
+    whole = MOM(lam=1e-2, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
+    assert block.solver_info_["solver"] == "block_ipm" and whole.solver_info_["solver"] == "clarabel"
+    assert whole.objective_ == pytest.approx(block.objective_, rel=1e-6)

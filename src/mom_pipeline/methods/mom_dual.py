@@ -15,6 +15,7 @@ import threadpoolctl
 from ..lp import basis_matrices
 from ..solvers.block_hinge_ipm import block_hinge_qp
 from ..solvers.clarabel_qp import ball_block, solve_clarabel
+from ..solvers.policy import block_ipm_fits
 from .mom_problem import hinge_rows, operators_of_bases, support_mask
 
 
@@ -25,17 +26,18 @@ def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = No
     solver "auto"/"fast": the block interior-point method of `solvers.block_hinge_ipm` (the
     samples couple only through Theta: every Newton step eliminates each sample's reduced
     costs u_t in a small system); with a ball constraint, with "cvxpy" (the reference), or when
-    the block method fails (recorded in info["block_ipm_failure"]), one Clarabel solve of the
-    whole sparse problem.
+    the block method fails (recorded in info["block_ipm_failure"]) or its dense arrays would not
+    fit (`solvers.policy.block_ipm_fits`), one Clarabel solve of the whole sparse problem.
     """
-    if radius is not None or solver == "cvxpy":
-        return solve_dual_formulation_clarabel(A, basis, X, Z, lam, radius)
     Z = np.asarray(Z, dtype=float)
     A = np.asarray(A, dtype=float)
     T = Z.shape[0]
+    m, n = A.shape[-2:]
+    q = max(1, int((m - support_mask(X).sum(axis=1)).max()))  # free reduced costs per sample, at most
+    if radius is not None or solver == "cvxpy" or not block_ipm_fits(T, n - m, q, n, Z.shape[1]):
+        return solve_dual_formulation_clarabel(A, basis, X, Z, lam, radius)
     M, sample_of_u, position_of_u, extra = _free_reduced_costs(A, basis, X)
-    K = M.shape[1]
-    q = max(1, int(extra.sum(axis=1).max()))
+    K, q = M.shape[1], max(1, int(extra.sum(axis=1).max()))
     slot = np.cumsum(extra, axis=1)[sample_of_u, position_of_u] - 1  # u of sample t: slots 0..q_t-1
     # Coupled rows of sample t: its K non-basic reduced costs M_t c_t - M_t[:, B - S] u_t; each
     # u_j >= 1 - s has its own row (padded slots beyond q_t stand alone: u = 1 costs nothing).

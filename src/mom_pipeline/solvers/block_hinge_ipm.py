@@ -13,7 +13,7 @@ one large sparse KKT system; here every Newton step eliminates the u_t block by 
 
 formed with one matrix product over the blocks. Cost per step: O(T (K + q)^2 (q + n) + T K n^2 +
 T n^2 d^2 + (n d)^3), memory O(T n^2 + (n d)^2): dense in n, meant for up to a few hundred
-unknowns per block (`policy.BLOCK_IPM_MAX_BYTES` bounds what MOM hands it).
+unknowns per block (`policy.block_ipm_fits` decides what MOM hands it).
 
 Mehrotra's predictor-corrector on  H w + s - 1 = t >= 0 (multipliers alpha) and s >= 0
 (multipliers nu = weight - alpha), as `interior_point.hinge_qp_ipm`. It stops when the primal and

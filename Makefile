@@ -9,7 +9,7 @@ export KEDRO_DISABLE_TELEMETRY := true
 export DO_NOT_TRACK := 1
 export MPLBACKEND := Agg
 
-.PHONY: run test bench bench-methods bench-experiments install viz clean-venv
+.PHONY: run test bench bench-methods bench-inverse bench-experiments install viz clean-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,13 +29,20 @@ test: $(STAMP)
 
 # Every benchmark: the hot paths against references timed in the same run (a few minutes),
 # then the end-to-end wall time and peak memory of every paper figure (about 25 minutes).
-bench: bench-methods bench-experiments
+bench: bench-methods bench-inverse bench-experiments
 
 bench-methods: $(STAMP)
 	$(BIN)/python benchmarks/lp_oracles.py
 	$(BIN)/python benchmarks/mom_fit.py
 	$(BIN)/python benchmarks/methods_speed.py
 	$(BIN)/python benchmarks/solver_policy.py
+	$(BIN)/python benchmarks/dual_fit.py
+
+# Inverse LP from x* alone: lambda tuned without costs on the shipped example (and with a
+# feature in other units), then the scale-up table (up to ~15 minutes).
+bench-inverse: $(STAMP)
+	$(BIN)/python benchmarks/inverse_tuning.py
+	$(BIN)/python benchmarks/inverse_scale.py
 
 # End-to-end wall time and peak memory of every paper experiment at the paper's settings,
 # then the training CPU minutes per method and figure of those runs.

@@ -81,10 +81,10 @@ class MOM(LinearCostModel):
                 raise ValueError(f"the LP has {problem.A.shape[0]} samples but Z has {T}")
             # Any basis containing the supports parametrizes the same problem (see there).
             Theta, y, info = solve_dual_formulation(problem.A, problem.basis_from_solution(X), X, Z, self.lam,
-                                                    self.radius)
+                                                    self.radius, self.solver)
             self.objective_ = dual_formulation_objective(Theta, y, problem.A, X, Z, self.lam)
             self.dual_ = y
-            self.n_iter_ = 1
+            self.n_iter_ = int(info.get("iterations", 1))
         else:
             constraint_matrix, basis = self._bases(Z, X_star, A, b, lp, basis)
             M = operators_of_bases(constraint_matrix, basis)

@@ -13,11 +13,73 @@ import scipy.sparse as sp
 import threadpoolctl
 
 from ..lp import basis_matrices
+from ..solvers.block_hinge_ipm import block_hinge_qp
 from ..solvers.clarabel_qp import ball_block, solve_clarabel
+from ..solvers.policy import block_ipm_fits
 from .mom_problem import hinge_rows, operators_of_bases, support_mask
 
 
-def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = None,
+                           solver: str = "auto") -> tuple[np.ndarray, np.ndarray, dict]:
+    """MOM without a basis (the problem and its parametrization: `solve_dual_formulation_clarabel`).
+
+    solver "auto"/"fast": the block interior-point method of `solvers.block_hinge_ipm` (the
+    samples couple only through Theta: every Newton step eliminates each sample's reduced
+    costs u_t in a small system); with a ball constraint, with "cvxpy" (the reference), or when
+    the block method fails (recorded in info["block_ipm_failure"]) or its dense arrays would not
+    fit (`solvers.policy.block_ipm_fits`), one Clarabel solve of the whole sparse problem.
+    """
+    Z = np.asarray(Z, dtype=float)
+    A = np.asarray(A, dtype=float)
+    T = Z.shape[0]
+    m, n = A.shape[-2:]
+    q = max(1, int((m - support_mask(X).sum(axis=1)).max()))  # free reduced costs per sample, at most
+    if radius is not None or solver == "cvxpy" or not block_ipm_fits(T, n - m, q, n, Z.shape[1]):
+        return solve_dual_formulation_clarabel(A, basis, X, Z, lam, radius)
+    M, sample_of_u, position_of_u, extra = _free_reduced_costs(A, basis, X)
+    K, q = M.shape[1], max(1, int(extra.sum(axis=1).max()))
+    slot = np.cumsum(extra, axis=1)[sample_of_u, position_of_u] - 1  # u of sample t: slots 0..q_t-1
+    # Coupled rows of sample t: its K non-basic reduced costs M_t c_t - M_t[:, B - S] u_t; each
+    # u_j >= 1 - s has its own row (padded slots beyond q_t stand alone: u = 1 costs nothing).
+    rows_on_u = np.zeros((T, K, q))
+    rows_on_u[sample_of_u, :, slot] = -M[sample_of_u, :, basis[sample_of_u, position_of_u]]
+    # Features rescaled so the largest row norm on Theta is 1 (as the basis formulation).
+    sigma = float((np.linalg.norm(M, axis=2) * np.linalg.norm(Z, axis=1)[:, None]).max())
+    sigma = sigma if sigma > 0 else 1.0
+    try:
+        with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+            W, U, info = block_hinge_qp(M, rows_on_u, Z / sigma, lam / sigma**2, 1.0 / T)
+    except RuntimeError as error:
+        # Free reduced costs that no row bounds from above (a direction of u along which every
+        # margin grows) make the barrier problem unbounded and the block method diverge; the
+        # conic solver's homogeneous embedding does not mind: the same problem, solved whole.
+        Theta, y, info = solve_dual_formulation_clarabel(A, basis, X, Z, lam)
+        info["block_ipm_failure"] = str(error)
+        return Theta, y, info
+    Theta = W / sigma
+    r_basic = np.zeros((T, basis.shape[1]))
+    r_basic[sample_of_u, position_of_u] = U[sample_of_u, slot]
+    info.update(equality_rows=int(support_mask(X).sum()), margin_rows=int(T * K + sample_of_u.size),
+                free_reduced_costs=int(sample_of_u.size), solver="block_ipm")
+    return Theta, _duals(A, basis, Z, Theta, r_basic), info
+
+
+def _free_reduced_costs(A, basis, X):
+    """M (T, K, n) of the bases and the (sample, position in the basis) of every free reduced cost."""
+    support = support_mask(X)
+    extra = ~np.take_along_axis(support, basis, axis=1)  # (T, m): basic but not in the support
+    sample_of_u, position_of_u = np.nonzero(extra)
+    return operators_of_bases(A, basis), sample_of_u, position_of_u, extra
+
+
+def _duals(A, basis, Z, Theta, r_basic):
+    """y_t = A_B^{-T} (c_B - r_B): the duals with reduced costs r_B on the basis."""
+    costs_basic = np.take_along_axis(Z @ Theta.T, basis, axis=1)
+    return np.linalg.solve(np.swapaxes(basis_matrices(A, basis), 1, 2), (costs_basic - r_basic)[..., None])[..., 0]
+
+
+def solve_dual_formulation_clarabel(A, basis, X, Z, lam: float,
+                                    radius: float | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
     """MOM without a basis: Clarabel on the whole problem, built sparse in one go.
 
         min (lam/2)||Theta||^2 + (1/T) sum_t sum_{j not in supp x*_t} s_tj
@@ -41,11 +103,8 @@ def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = No
     T, d = Z.shape
     m, n = A.shape[-2:]
     p = n * d
-    support = support_mask(X)
-    extra = ~np.take_along_axis(support, basis, axis=1)  # (T, m): basic but not in the support
-    sample_of_u, position_of_u = np.nonzero(extra)
+    M, sample_of_u, position_of_u, _ = _free_reduced_costs(A, basis, X)
     Q = sample_of_u.size
-    M = operators_of_bases(A, basis)
     K = M.shape[1]
     # Coefficients of u in the non-basic rows: -M[t, k, column of u], for the u of sample t.
     values = -M[sample_of_u[:, None], np.arange(K)[None, :], basis[sample_of_u, position_of_u][:, None]]
@@ -73,9 +132,8 @@ def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = No
     # The duals: y_t = A_B^{-T} (c_B - r_B) with r_B = u on B - S and 0 on S.
     r_basic = np.zeros((T, m))
     r_basic[sample_of_u, position_of_u] = x[p:p + Q]
-    costs_basic = np.take_along_axis(Z @ Theta.T, basis, axis=1)
-    y = np.linalg.solve(np.swapaxes(basis_matrices(A, basis), 1, 2), (costs_basic - r_basic)[..., None])[..., 0]
-    return Theta, y, dict(equality_rows=int(support.sum()), margin_rows=int(n_rows), free_reduced_costs=int(Q))
+    return Theta, _duals(A, basis, Z, Theta, r_basic), dict(
+        equality_rows=int(support_mask(X).sum()), margin_rows=int(n_rows), free_reduced_costs=int(Q), solver="clarabel")
 
 
 def dual_formulation_objective(Theta, y, A, X, Z, lam: float) -> float:

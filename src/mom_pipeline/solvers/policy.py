@@ -21,6 +21,11 @@ path, on every machine):
     - "cg": conjugate gradients on the Hessian operator otherwise (many features and many
       curved rows).
 
+* `block_ipm_fits(T, K, q, n, d)`: whether the block interior-point method
+  (`block_hinge_ipm`) of a dual-formulation MOM problem (T blocks of K coupled rows on n
+  costs, q free values each, d features) fits its dense Newton-step arrays in
+  BLOCK_IPM_MAX_BYTES; otherwise MOM solves the whole sparse problem with Clarabel.
+
 `benchmarks/solver_policy.py` times every path on shapes on both sides of each threshold
 and prints the table that backs these numbers (docs/benchmarks.md keeps the last one).
 """
@@ -39,6 +44,21 @@ DENSE_NEWTON_MAX_VARS = 2000
 WOODBURY_MAX_ROWS = 3000
 # ... and, below DENSE_NEWTON_MAX_VARS, only beyond this many unknowns (and 2|Q| < p).
 WOODBURY_MIN_VARS = 500
+
+
+# Block interior-point method: at most this many bytes of dense per-step arrays.
+BLOCK_IPM_MAX_BYTES = 4 * 2**30
+
+
+def block_ipm_bytes(T: int, K: int, q: int, n: int, d: int) -> float:
+    """Estimated bytes of the dense arrays of one Newton step of `block_hinge_ipm` (float64)."""
+    per_block = K * n * 4 + K * q * 2 + (K + q) * q * 2 + (K + q) ** 2 + n * n * 2 + q * q * 3 + (K + q) * 25
+    return 8.0 * (T * per_block + 3 * (n * d) ** 2)
+
+
+def block_ipm_fits(T: int, K: int, q: int, n: int, d: int) -> bool:
+    """True when the block interior-point method's Newton step fits in BLOCK_IPM_MAX_BYTES."""
+    return block_ipm_bytes(T, K, q, n, d) <= BLOCK_IPM_MAX_BYTES
 
 
 def restricted_qp_method(n_vars: int, n_rows: int, ball: bool) -> Literal["interior_point", "box_dual", "clarabel"]:

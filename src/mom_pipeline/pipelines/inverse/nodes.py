@@ -7,11 +7,14 @@ import time
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from mom_pipeline.inverse import InverseProblem, make_example_dataset, prescribe, validate_inverse_problem
 from mom_pipeline.inverse.prescription import prescription_problem, record_fit
 from mom_pipeline.methods.base import CostModel
+from mom_pipeline.methods.cost_free_tuning import fit_standardized, validation_curve
 from mom_pipeline.methods.mom import MOM
+from mom_pipeline.reporting.validation_curve import validation_curve_figure
 
 from .datasets import file_names
 
@@ -46,13 +49,39 @@ def validate_inputs(features: pd.DataFrame, decisions: pd.DataFrame, constraints
     return problem, rejections
 
 
-def train_inverse_model(problem: InverseProblem, inverse: dict) -> CostModel:
-    """MOM from the observed decisions alone (basis or dual formulation)."""
-    model = MOM(**inverse.get("model", {}))
+def _model_params(inverse: dict) -> dict:
+    params = dict(inverse.get("model", {}))
+    params.pop("lam", None)
+    return params
+
+
+def tune_lambda(problem: InverseProblem, inverse: dict) -> tuple[pd.DataFrame, Figure]:
+    """Lambda by K-fold validation on held-out observations, scored by x* alone (the whole
+    curve and a figure); with a number for model.lam, that value's held-out scores only."""
+    tuning = dict(inverse.get("tuning", {}))
+    lam = inverse.get("model", {}).get("lam", "auto")
+    lambdas = tuning.get("lambdas") if lam == "auto" else [lam]
     started = time.perf_counter()
-    model.fit(problem.Z, problem.X_std, lp=problem.lp, basis=problem.basis)
-    log.info("inverse: MOM (%s formulation) fitted on %d observations in %.2f s", model.formulation,
-             problem.n_samples, time.perf_counter() - started)
+    curve = validation_curve(_model_params(inverse), problem.Z, problem.X_std, problem.lp, lambdas,
+                             n_folds=int(tuning.get("n_folds", 4)), seed=int(tuning.get("seed", 0)),
+                             feature_names=problem.feature_names)
+    chosen = curve[curve["chosen"]].iloc[0]
+    log.info("inverse: lambda %s = %.3g, %.1f%% of held-out decisions reproduced (%d-fold validation, %.1f s)",
+             "chosen" if lam == "auto" else "fixed", chosen["lam"], 100 * chosen["reproduced_share"],
+             int(chosen["n_folds"]), time.perf_counter() - started)
+    return curve, validation_curve_figure(curve)
+
+
+def train_inverse_model(problem: InverseProblem, lambda_validation: pd.DataFrame, inverse: dict) -> CostModel:
+    """MOM from the observed decisions alone (basis or dual formulation) at the chosen lambda,
+    on standardized features; Theta in the user's units."""
+    lam = float(lambda_validation.loc[lambda_validation["chosen"], "lam"].iloc[0])
+    model = MOM(**_model_params(inverse), lam=lam)
+    started = time.perf_counter()
+    fit_standardized(model, problem.Z, problem.X_std, problem.lp, basis=problem.basis,
+                     feature_names=problem.feature_names, ids=problem.ids)
+    log.info("inverse: MOM (%s formulation, lambda %.3g) fitted on %d observations in %.2f s", model.formulation,
+             lam, problem.n_samples, time.perf_counter() - started)
     return record_fit(model, problem, add_intercept=bool(inverse.get("add_intercept")),
                       all_columns=inverse.get("feature_columns") is None)
 

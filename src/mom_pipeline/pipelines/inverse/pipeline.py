@@ -8,6 +8,7 @@ from .nodes import (
     prescribe_new,
     train_inverse_model,
     training_report,
+    tune_lambda,
     validate_inputs,
 )
 
@@ -18,7 +19,10 @@ def create_pipeline(namespace: str = "inverse", **kwargs) -> Pipeline:
     return Pipeline([
         Node(validate_inputs, ["features", "decisions", "constraints", "rhs", "bounds", "params:inverse"],
              ["problem", "rejections"], name="validate_inputs"),
-        Node(train_inverse_model, ["problem", "params:inverse"], "model", name="train_inverse_model"),
+        Node(tune_lambda, ["problem", "params:inverse"], ["lambda_validation", "lambda_validation_figure"],
+             name="tune_lambda"),
+        Node(train_inverse_model, ["problem", "lambda_validation", "params:inverse"], "model",
+             name="train_inverse_model"),
         Node(coefficients_table, ["model", "problem"], "theta", name="coefficients_table"),
         Node(training_report, ["model", "problem"], ["training_prescriptions", "recovery"], name="training_report"),
     ], namespace=namespace, parameters=SHARED_PARAMS)

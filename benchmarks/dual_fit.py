@@ -1,0 +1,58 @@
+"""Benchmark: the dual formulation of MOM (no basis, x* alone) against the basis formulation.
+
+The paper's shortest path (T = 1000, degree 4, 5 x 5 grid), the 9-value lambda grid 1e-6..1e2.
+* basis: `MOM(formulation="basis")` with the LP solver's bases (the reference of the ratio);
+* dual: `MOM(formulation="dual")`, the block interior-point method (`solvers.block_hinge_ipm`);
+* at one lambda, the dual formulation solved whole by Clarabel (`solver="cvxpy"`, the former
+  default), with its objective next to the block method's.
+The target is dual / basis <= 3 over the whole grid.
+
+Run:  .venv/bin/python benchmarks/dual_fit.py
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from mom_pipeline.methods.mom import MOM
+from mom_pipeline.problems import generate_shortest_path
+
+LAMBDAS = np.logspace(-6, 2, 9)
+
+
+def timed(function):
+    start = time.perf_counter()
+    result = function()
+    return result, time.perf_counter() - start
+
+
+def main() -> None:
+    trial = generate_shortest_path(1000, 0, degree=4, seed=0)
+    Z = trial.train.Z
+    solution = trial.lp.solve(trial.train.C)
+    print(f"shortest path: T = {Z.shape[0]}, n = {trial.lp.n}, d = {Z.shape[1]}, degree 4; lambda grid 1e-6..1e2")
+    header = f"{'lam':>8} | {'basis s':>8} {'dual s':>8} {'dual/basis':>10} | {'dual iters':>10} {'dual solver':>11}"
+    print(header)
+    print("-" * len(header))
+    totals = np.zeros(2)
+    for lam in LAMBDAS:
+        _, t_basis = timed(lambda: MOM(lam=lam).fit(Z, solution.x, lp=trial.lp, basis=solution.basis))
+        dual, t_dual = timed(lambda: MOM(lam=lam, formulation="dual").fit(Z, solution.x, lp=trial.lp))
+        totals += (t_basis, t_dual)
+        print(f"{lam:8.0e} | {t_basis:8.3f} {t_dual:8.3f} {t_dual / t_basis:10.1f} | {dual.n_iter_:>10} "
+              f"{dual.solver_info_['solver']:>11}")
+    print("-" * len(header))
+    print(f"{'total':>8} | {totals[0]:8.3f} {totals[1]:8.3f} {totals[1] / totals[0]:10.1f} |  "
+          f"dual/basis ratio over the grid (target <= 3)")
+    lam = 1e-2
+    block, t_block = timed(lambda: MOM(lam=lam, formulation="dual").fit(Z, solution.x, lp=trial.lp))
+    whole, t_whole = timed(lambda: MOM(lam=lam, formulation="dual", solver="cvxpy").fit(Z, solution.x, lp=trial.lp))
+    print(f"lam = {lam:g}: block method {t_block:.2f} s (objective {block.objective_:.10g}); Clarabel on the whole "
+          f"problem {t_whole:.2f} s (objective {whole.objective_:.10g}), {t_whole / t_block:.1f}x slower, relative "
+          f"difference {(block.objective_ - whole.objective_) / abs(whole.objective_):.1e}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Lambda chosen from x* alone: the split's determinism, invariance of the decisions to feature
+units (standardized inside the fit), and errors that name the feature or observation."""
+
+import numpy as np
+import pytest
+
+from mom_pipeline.methods.cost_free_tuning import fit_standardized, kfold_indices, reproduced, validation_curve
+from mom_pipeline.methods.feature_scaling import FeatureScaleError, FeatureStandardizer
+from mom_pipeline.methods.mom import MOM
+from mom_pipeline.problems import generate_shortest_path
+
+
+def _paths(n_train=60, n_test=40, seed=0):
+    trial = generate_shortest_path(n_train, n_test, degree=2, eps_bar=0.3, seed=seed)
+    return trial, trial.lp.solve(trial.train.C).x
+
+
+def test_kfold_split_is_deterministic_in_the_seed_and_partitions_the_observations():
+    first, again, other = kfold_indices(23, 4, seed=7), kfold_indices(23, 4, seed=7), kfold_indices(23, 4, seed=8)
+    assert all(np.array_equal(a[1], b[1]) and np.array_equal(a[0], b[0]) for a, b in zip(first, again))
+    assert not all(np.array_equal(a[1], b[1]) for a, b in zip(first, other))
+    held_out = np.concatenate([fold[1] for fold in first])
+    assert np.array_equal(np.sort(held_out), np.arange(23))  # every observation held out once
+    for train, fold in first:
+        assert np.intersect1d(train, fold).size == 0 and train.size + fold.size == 23
+    with pytest.raises(ValueError, match="n_folds"):
+        kfold_indices(3, 4, seed=0)
+
+
+def test_validation_curve_is_reproducible_and_chooses_one_lambda():
+    trial, X = _paths()
+    curves = [validation_curve({"formulation": "dual"}, trial.train.Z, X, trial.lp, [1e-4, 1e-2, 1.0], n_folds=3,
+                               seed=1) for _ in range(2)]
+    columns = ["lam", "reproduced_share", "heldout_hinge", "chosen"]
+    assert curves[0][columns].equals(curves[1][columns])
+    curve = curves[0]
+    assert curve["chosen"].sum() == 1
+    best = curve.loc[curve["chosen"]].iloc[0]
+    assert best["reproduced_share"] == curve["reproduced_share"].max()
+    assert curve["reproduced_share"].between(0, 1).all()
+
+
+@pytest.mark.parametrize("scale", [1e7, 1e9])
+@pytest.mark.parametrize("formulation", ["dual", "basis"])
+def test_decisions_do_not_depend_on_the_units_of_a_feature(scale, formulation):
+    trial, X = _paths(seed=2)
+    Z, Z_test = trial.train.Z, trial.test.Z
+    units = np.ones(Z.shape[1])
+    units[1] = scale
+    plain = fit_standardized(MOM(lam=1e-2, formulation=formulation), Z, X, trial.lp)
+    scaled = fit_standardized(MOM(lam=1e-2, formulation=formulation), Z * units, X, trial.lp)
+    # Theta maps back to the user's units: the same costs for the same contexts.
+    np.testing.assert_allclose(scaled.predict_cost(Z_test * units), plain.predict_cost(Z_test), rtol=1e-6, atol=1e-9)
+    same = reproduced(scaled.decide(Z_test * units, trial.lp).x, plain.decide(Z_test, trial.lp).x)
+    assert same.all()
+
+
+def test_standardized_fit_maps_theta_back_with_an_intercept_column():
+    rng = np.random.default_rng(0)
+    Z = np.column_stack([rng.normal(5e8, 1e7, 50), rng.normal(size=50), np.full(50, 2.0)])
+    scaler = FeatureStandardizer().fit(Z, ["epoch_s", "x", "intercept"])
+    assert scaler.intercept_index_ == 2
+    standardized = scaler.transform(Z)
+    assert abs(standardized[:, 0].mean()) < 1e-9 and standardized[:, 0].std() == pytest.approx(1.0)  # centred
+    np.testing.assert_allclose(scaler.mean_[1:], 0)  # already on a unit scale: only divided by its RMS
+    Theta_std = rng.normal(size=(4, 3))
+    np.testing.assert_allclose(Z @ scaler.coef_to_user(Theta_std).T, scaler.transform(Z) @ Theta_std.T, atol=1e-8)
+
+
+@pytest.mark.parametrize("column, message", [
+    (np.zeros(30), "\\['bad'\\] are constant zero"),
+    (np.full(30, 3.0), "\\['bad'\\] are constant: .*intercept 'intercept'"),
+    (np.r_[np.ones(29), np.inf], "'bad' has a NaN or infinite value \\(observation 29\\)"),
+])
+def test_an_unusable_column_is_named(column, message):
+    Z = np.column_stack([np.random.default_rng(1).normal(size=30), np.ones(30), column])
+    with pytest.raises(FeatureScaleError, match=message):
+        FeatureStandardizer().fit(Z, ["x", "intercept", "bad"])
+
+
+class _FailingModel(MOM):
+    def fit(self, Z, X_star=None, **kwargs):
+        raise RuntimeError("solver stalled")
+
+
+def test_a_solver_failure_names_the_feature_and_observation():
+    trial, X = _paths(n_train=20, n_test=0)
+    Z = trial.train.Z.copy()
+    Z[13, 2] = 40.0  # an outlier: the most extreme standardized value
+    ids = np.array([f"obs-{t}" for t in range(len(Z))])
+    names = [f"f{j}" for j in range(Z.shape[1])]
+    with pytest.raises(RuntimeError, match="feature 'f2' of observation 'obs-13'"):
+        fit_standardized(_FailingModel(lam=1e-2), Z, X, trial.lp, feature_names=names, ids=ids)

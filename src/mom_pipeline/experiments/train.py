@@ -45,6 +45,8 @@ ESTIMATORS = {
     "Ridge": "mom_pipeline.methods.baselines:Ridge",
     "RandomForest": "mom_pipeline.methods.baselines:RandomForest",
     "SPOPlus": "mom_pipeline.methods.baselines:SPOPlus",
+    "PFYL": "mom_pipeline.methods.dfl:PFYL",
+    "DBB": "mom_pipeline.methods.dfl:DBB",
     "KernelRidge": "mom_pipeline.methods.baselines:KernelRidgeCost",
 }
 

@@ -6,20 +6,25 @@ Every method is a scikit-learn-style estimator (`CostModel`): hyperparameters in
 
 Training needs only the observed optimal solutions X* (inverse LP works) for
 MOM, KernelMOM, OnlineMOM, Perceptron, FTRLMOM and SuboptimalityOGD; it needs the true
-costs C for OLS, Ridge, RandomForest, SPOPlus and the kernel ridges (``needs_costs``).
+costs C for OLS, Ridge, RandomForest, SPOPlus, the kernel ridges and the decision-focused
+PFYL and DBB (``needs_costs``).
 """
 
 from .base import CostModel, LinearCostModel, MissingCostsError, NotFittedError, check_features, resolve_lp
 from .baselines import OLS, KernelRidgeCost, PolyKernelRidge, RandomForest, RbfKernelRidge, Ridge, SPOPlus
+from .dfl import DBB, PFYL
 from .kernels import KernelFeatures, KernelMOM
 from .mom import MOM
 from .online import FTRLMOM, OnlineMOM, Perceptron, SuboptimalityOGD
 from .tuning import TuningResult, grid_search, validation_split
 
 NEEDS_ONLY_X_STAR = ("MOM", "KernelMOM", "OnlineMOM", "Perceptron", "FTRLMOM", "SuboptimalityOGD")
-NEEDS_COSTS = ("OLS", "Ridge", "RandomForest", "SPOPlus", "KernelRidgeCost", "PolyKernelRidge", "RbfKernelRidge")
+NEEDS_COSTS = ("OLS", "Ridge", "RandomForest", "SPOPlus", "KernelRidgeCost", "PolyKernelRidge", "RbfKernelRidge",
+               "PFYL", "DBB")
 
 __all__ = [
+    "DBB",
+    "PFYL",
     "FTRLMOM",
     "MOM",
     "NEEDS_COSTS",

@@ -37,6 +37,7 @@ bench-methods: $(STAMP)
 	$(BIN)/python benchmarks/methods_speed.py
 	$(BIN)/python benchmarks/solver_policy.py
 	$(BIN)/python benchmarks/dual_fit.py
+	$(BIN)/python benchmarks/dfl_speed.py
 
 # Inverse LP from x* alone: lambda tuned without costs on the shipped example (and with a
 # feature in other units), then the scale-up table (up to ~15 minutes).

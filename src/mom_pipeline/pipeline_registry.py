@@ -11,6 +11,7 @@ from __future__ import annotations
 from kedro.pipeline import Pipeline
 
 from mom_pipeline.pipelines import basis_extraction, data_generation, evaluation, inverse, online, reporting, training
+from mom_pipeline.pipelines import dfl_benchmark
 
 # Which paper figures each registered pipeline reproduces (docs/paper_notes.md's table).
 EXPERIMENTS = {
@@ -52,4 +53,8 @@ def register_pipelines() -> dict[str, Pipeline]:
     pipelines["inverse"] = inverse.create_pipeline("inverse")
     pipelines["prescribe"] = inverse.prescribe_pipeline("inverse")
     pipelines["inverse_example"] = inverse.example_pipeline("inverse_example")
+    # Beyond the paper, not in __default__ (hours at full size): MOM against decision-focused
+    # learning on PyEPO's protocol, one experiment per (noise, size) and a report per noise.
+    pipelines["dfl_benchmark"] = sum((figure_pipeline(f"dfl_benchmark.{cell}") for cell in dfl_benchmark.CELLS),
+                                     dfl_benchmark.create_pipeline())
     return pipelines

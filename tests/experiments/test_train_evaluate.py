@@ -43,3 +43,10 @@ def test_method_config_errors():
     with pytest.raises(SpecError, match="unknown estimator"):
         parse_methods(parse_spec(bad))
     assert np.isfinite(parse_spec(SPEC).seed)
+
+
+def test_a_method_set_to_null_is_left_out():
+    spec = parse_spec(dict(SPEC, methods={**SPEC["methods"], "MOM (x* only)": None}))
+    assert [m.label for m in parse_methods(spec)] == ["MOM", "OLS"]
+    with pytest.raises(SpecError, match="every method is set to null"):
+        parse_methods(parse_spec(dict(SPEC, methods={"OLS": None})))

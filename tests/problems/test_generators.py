@@ -59,3 +59,19 @@ def test_determinism_and_dispatch():
         generate_trial("tsp", n_train=1, n_test=1)
     with pytest.raises(ValueError, match="degree"):
         generate_shortest_path(10, 10, degree=0)
+
+
+@pytest.mark.parametrize("formula", ["pyepo", "pyepo_printed"])
+def test_pyepo_costs_follow_the_benchmark_formula(formula):
+    trial = generate_shortest_path(400, 10, degree=4, eps_bar=0.0, cost_formula=formula, seed=2)
+    Z, V = trial.train.Z, trial.V
+    assert np.all(V[:, -1] == 0) and set(np.unique(V[:, :-1])) <= {0.0, 1.0}  # B on the 5 random features
+    powered = (Z[:, :5] @ V[:, :5].T / np.sqrt(5) + 3) ** 4
+    expected = (powered + 1) / 3.5**4 if formula == "pyepo" else powered / 3.5**4 + 1
+    np.testing.assert_allclose(trial.train.C, expected, rtol=1e-12)
+    noisy = generate_shortest_path(4000, 0, degree=1, eps_bar=0.5, cost_formula=formula, seed=2)
+    clean = generate_shortest_path(4000, 0, degree=1, eps_bar=0.0, cost_formula=formula, seed=2)
+    ratio = noisy.train.C / clean.train.C  # eps ~ U[0.5, 1.5] multiplies every edge cost
+    assert 0.5 <= ratio.min() < 0.52 and 1.48 < ratio.max() <= 1.5
+    with pytest.raises(ValueError, match="cost_formula"):
+        generate_shortest_path(5, 0, cost_formula="pyepo", eta_bar=0.5)

@@ -10,6 +10,9 @@ A method's configuration (``methods:`` in an experiment's parameters) is
                                    #   (the paper's ORACLE choice: V is the ground truth)
       x_star_only: false           # true: the method gets no basis, only x* (inverse LP: MOM
                                    #   then completes supp(x*) itself, or uses no basis at all)
+
+A method set to null (``<label>: null``, e.g. in an environment that overrides a base
+configuration) is left out of that experiment.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ def parse_methods(spec: ExperimentSpec) -> list[MethodConfig]:
         raise SpecError(f"experiment {spec.name!r}: no methods configured")
     out = []
     for label, cfg in spec.methods.items():
+        if cfg is None:
+            continue  # left out here (see the module docstring)
         if not isinstance(cfg, dict) or "estimator" not in cfg:
             raise SpecError(f"experiment {spec.name!r}: method {label!r} needs an 'estimator'")
         unknown = set(cfg) - {"estimator", "params", "grid", "radius_factors", "x_star_only"}
@@ -82,6 +87,8 @@ def parse_methods(spec: ExperimentSpec) -> list[MethodConfig]:
                             "so it cannot run from x* only")
         out.append(MethodConfig(label=label, estimator=cfg["estimator"], params=params, grid=grid,
                                 radius_factors=factors, x_star_only=x_star_only))
+    if not out:
+        raise SpecError(f"experiment {spec.name!r}: every method is set to null")
     return out
 
 

@@ -6,12 +6,13 @@ Every method is a scikit-learn-style estimator (`CostModel`): hyperparameters in
 
 Training needs only the observed optimal solutions X* (inverse LP works) for
 MOM, KernelMOM, OnlineMOM, Perceptron, FTRLMOM and SuboptimalityOGD; it needs the true
-costs C for OLS, Ridge, RandomForest, SPOPlus and the kernel ridges (``needs_costs``).
-`registry.METHODS` is the one list of methods.
+costs C for OLS, Ridge, RandomForest, SPOPlus, the kernel ridges and the decision-focused
+PFYL and DBB (``needs_costs``). `registry.METHODS` is the one list of methods.
 """
 
 from .base import CostModel, LinearCostModel, MissingCostsError, NotFittedError, check_features, resolve_lp
 from .baselines import OLS, KernelRidgeCost, RandomForest, Ridge, SPOPlus
+from .dfl import DBB, PFYL
 from .kernels import KernelFeatures, KernelMOM
 from .mom import MOM
 from .ftrl import FTRLMOM
@@ -20,6 +21,8 @@ from .registry import METHODS, MethodEntry, method_entry
 from .tuning import TuningResult, grid_search, validation_split
 
 __all__ = [
+    "DBB",
+    "PFYL",
     "FTRLMOM",
     "MOM",
     "METHODS",

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .base import CostModel
 from .baselines import OLS, KernelRidgeCost, RandomForest, Ridge, SPOPlus
+from .dfl import DBB, PFYL
 from .kernels import KernelMOM
 from .mom import MOM
 from .ftrl import FTRLMOM
@@ -47,6 +48,8 @@ METHODS: dict[str, MethodEntry] = {entry.name: entry for entry in (
     MethodEntry("RandomForest", RandomForest, "RF"),
     MethodEntry("SPOPlus", SPOPlus, "SPO+"),
     MethodEntry("KernelRidge", KernelRidgeCost, "KernelRidge"),
+    MethodEntry("PFYL", PFYL, "PFYL"),
+    MethodEntry("DBB", DBB, "DBB"),
 )}
 
 

@@ -1,0 +1,55 @@
+"""The DFL benchmark pipeline end to end on the smoke environment, through the kedro CLI."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mom_pipeline.metrics import normalized_regret
+from mom_pipeline.pipeline_registry import register_pipelines
+
+KEDRO = str(Path(sys.executable).parent / "kedro")
+METHODS = ["LS", "RF", "SPO+", "PFYL", "DBB", "MOM", "MOM x*"]
+
+
+def _latest(folder: Path) -> Path:
+    versions = sorted(p for p in folder.iterdir() if p.is_dir())
+    assert versions, f"no version under {folder}"
+    return versions[-1] / folder.name
+
+
+def test_dfl_benchmark_is_registered_outside_the_default_run():
+    pipelines = register_pipelines()
+    names = {n.name for n in pipelines["dfl_benchmark"].nodes}
+    assert {"dfl_benchmark.noise0.report_dfl", "dfl_benchmark.noise05_n5000.train_models"} <= names
+    assert not any(n.namespace and n.namespace.startswith("dfl_benchmark") for n in pipelines["__default__"].nodes)
+
+
+def test_smoke_run_reports_every_method_size_and_degree(project_copy):
+    result = subprocess.run([KEDRO, "run", "--pipelines=dfl_benchmark", "--env=smoke"], cwd=project_copy,
+                            capture_output=True, text=True, timeout=900,
+                            env={**os.environ, "KEDRO_DISABLE_TELEMETRY": "true", "MOM_PROGRESS": "0"})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    data = project_copy / "data"
+    for noise in ("noise0", "noise05"):
+        report = data / "08_reporting" / f"dfl_benchmark.{noise}"
+        table = pd.read_csv(_latest(report / "summary.csv"))
+        assert list(dict.fromkeys(table["method"])) == METHODS
+        assert sorted(table["n_train"].unique()) == [20, 30, 40] and sorted(table["degree"].unique()) == [1, 4]
+        assert len(table) == len(METHODS) * 3 * 2 and np.isfinite(table["normalized_regret_mean"]).all()
+        assert (table["training_seconds_mean"] > 0).all()
+        assert _latest(report / "figure.png").stat().st_size > 0
+        markdown = _latest(report / "summary.md").read_text()
+        assert "| MOM x* |" in markdown and "T=40, deg 4" in markdown
+    # The table's regret is the metric's normalized regret of the per-sample evaluation.
+    cell = data / "07_model_output" / "dfl_benchmark.noise05_n1000"
+    evaluation = pd.read_parquet(_latest(cell / "evaluation.parquet"))
+    part = evaluation[(evaluation["method"] == "PFYL") & (evaluation["setting_value"] == 4)]
+    table = pd.read_csv(_latest(data / "08_reporting" / "dfl_benchmark.noise05" / "summary.csv"))
+    row = table[(table["method"] == "PFYL") & (table["n_train"] == 30) & (table["degree"] == 4)]
+    assert len(part) == 15
+    np.testing.assert_allclose(row["normalized_regret_mean"].item(),
+                               normalized_regret(part["regret"], part["optimal_value"]), rtol=1e-9)

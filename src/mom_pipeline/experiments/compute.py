@@ -9,7 +9,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, StrictInt, model_validator
 
@@ -29,6 +29,7 @@ class ComputeConfig(StrictModel):
     Kedro builds it from ``params:compute`` before any node runs, so a bad backend, worker
     count or key stops the run at once, naming the parameter."""
 
+    where: ClassVar[str] = "compute"
     backend: Literal[BACKENDS] = "sequential"
     n_jobs: StrictInt = 1
     dask_address: str | None = None
@@ -62,6 +63,7 @@ class StorageConfig(StrictModel):
     """keep_models: none | light | all (experiments/storage.py); min_free_gb: a run stops
     with a clear message before writing a trial that would leave less free disk than this."""
 
+    where: ClassVar[str] = "storage"
     keep_models: Literal[KEEP_MODELS] = "light"
     min_free_gb: Annotated[float, Field(ge=0)] = 0.5
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, model_validator
@@ -48,20 +48,25 @@ class StrictModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    where: ClassVar[str] = "parameters"
+
     @model_validator(mode="before")
     @classmethod
     def _unknown_keys(cls, values):
-        reject_unknown(values, cls.model_fields, cls.__name__)
+        reject_unknown(values, cls.model_fields, cls.where)
         return values
 
 
 class Sweep(StrictModel):
+    where: ClassVar[str] = "experiment.sweep"
     param: Literal[SWEEPABLE]
     values: Annotated[tuple[StrictInt | float, ...], Field(min_length=1)]
 
 
 class MethodConfig(StrictModel):
     """One method of an experiment (see experiments/train.py for the meaning of each key)."""
+
+    where: ClassVar[str] = "experiment.methods.<label>"
 
     label: str = ""
     estimator: str
@@ -100,6 +105,8 @@ class ExperimentSpec(StrictModel):
     mode: "offline" (train, then evaluate on test samples: n_test >= 1) or "online" (one
     pass over the training stream, figure 5: n_test may be 0).
     """
+
+    where: ClassVar[str] = "experiment"
 
     name: str
     problem: str
@@ -183,7 +190,7 @@ def _message(error: ValidationError, name: str) -> str:
     lines = []
     for item in error.errors():
         where = ".".join(str(p) for p in item["loc"])
-        text = item["msg"].removeprefix("Value error, ")
+        text = item["msg"].removeprefix("Value error, ").removeprefix(f"experiment {name!r}: ")
         lines.append(f"{where}: {text}" if where else text)
     return f"experiment {name!r}: " + "; ".join(lines)
 

@@ -98,3 +98,36 @@ def test_training_key_ignores_docstrings_but_not_configuration(trial, tmp_path):
                             text=True, env={**os.environ, "PYTHONPATH": str(tmp_path)}, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == key
+
+
+def test_clean_data_keeps_the_newest_versions_and_their_models(tmp_path):
+    """Issue 12 item 6 / issue 16: a documented clean-up keeps the newest N versions."""
+    import json
+    import time
+
+    from mom_pipeline.data_cleanup import clean, report
+
+    data = tmp_path / "data"
+    table = data / "07_model_output" / "fig1" / "evaluation.parquet"
+    versions = [f"2026-01-0{i}T00.00.00.000Z" for i in range(1, 5)]
+    for version in versions:
+        (table / version).mkdir(parents=True)
+        (table / version / "evaluation.parquet").write_bytes(b"x" * 10)
+    trials = data / "06_models" / "fig1" / "trials"
+    trials.mkdir(parents=True)
+    for key in ("old", "kept", "unlisted_new"):
+        (trials / f"{key}.pkl").write_bytes(b"m")
+    os.utime(trials / "old.pkl", (0, 0))
+    for version, key in (("2026-01-01T00.00.00.000Z", "old"), ("2026-01-03T00.00.00.000Z", "kept"),
+                         ("2026-01-04T00.00.00.000Z", "kept")):
+        manifest = data / "06_models" / "fig1" / "models.json" / version / "models.json"
+        manifest.parent.mkdir(parents=True)
+        manifest.write_text(json.dumps({"trials": [{"setting": 0, "trial": 0, "key": key}]}))
+    time.sleep(0.01)
+    (trials / "unlisted_new.pkl").write_bytes(b"m")  # a killed run's finished trial, newer than every manifest
+    (data / "06_models" / "checkpoints").mkdir()
+    removed = clean(data, keep=2)
+    assert sorted(p.name for p in table.iterdir()) == versions[-2:]
+    assert sorted(p.name for p in trials.iterdir()) == ["kept.pkl", "unlisted_new.pkl"]
+    assert not (data / "06_models" / "checkpoints").exists() and len(removed) == 5
+    assert "fig1" in report(data) and "total data/" in report(data)

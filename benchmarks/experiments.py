@@ -30,8 +30,8 @@ def run_figure(figure: str, env: str, params: str | None) -> tuple[float, float,
     """(wall seconds, peak resident memory of the process tree in GB, return code)."""
     kedro = str(Path(sys.executable).parent / "kedro")
     command = [kedro, "run", f"--pipeline={PIPELINE_OF[figure]}", f"--namespaces={figure}", f"--env={env}"]
-    if params:
-        command += ["--params", params]
+    # train every trial: finished trials of an earlier run would otherwise be reused, not timed
+    command += ["--params", ",".join(p for p in ("storage.resume=false", params) if p)]
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "KEDRO_DISABLE_TELEMETRY": "true", "MOM_PROGRESS": "0"})

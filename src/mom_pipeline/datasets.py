@@ -66,7 +66,7 @@ class TrialModelsDataset(AbstractVersionedDataset[TrainingPlan, TrialModels]):
         store.remove_stale_temporaries()
         missing = []
         for cell, key in data.keys.items():
-            if store.load(key) is None:
+            if not data.resume or store.load(key) is None:
                 missing.append(cell)
             else:
                 log.info("%s: reusing finished trial (setting %d, trial %d) from %s", data.name, *cell,

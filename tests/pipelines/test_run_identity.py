@@ -79,6 +79,14 @@ def test_models_survive_a_failed_run_and_corrupt_files_are_recomputed(project_co
     pd.testing.assert_frame_equal(_evaluation(project_copy), reference)
 
 
+def test_resume_false_trains_again(project_copy, caplog):
+    _run(project_copy)
+    first = _trial_files(project_copy)
+    with caplog.at_level(logging.INFO):
+        _run(project_copy, {"storage": {"resume": False}})
+    assert "reusing finished trial" not in caplog.text and set(_trial_files(project_copy)) == set(first)
+
+
 def test_disk_check_stops_before_writing(project_copy):
     """Issue 16: a trial that would not fit stops the run with a clear message."""
     with pytest.raises(Exception, match="not enough disk space"):

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, StrictInt, model_validator
+from pydantic import Field, StrictBool, StrictInt, model_validator
 
 from .progress import progress
 from .spec import SpecError, StrictModel
@@ -61,11 +61,13 @@ class ComputeConfig(StrictModel):
 
 class StorageConfig(StrictModel):
     """keep_models: none | light | all (experiments/storage.py); min_free_gb: a run stops
-    with a clear message before writing a trial that would leave less free disk than this."""
+    with a clear message before writing a trial that would leave less free disk than this;
+    resume: reuse the stored trials of earlier runs (false: train every trial again)."""
 
     where: ClassVar[str] = "storage"
     keep_models: Literal[KEEP_MODELS] = "light"
     min_free_gb: Annotated[float, Field(ge=0)] = 0.5
+    resume: StrictBool = True
 
     @classmethod
     def from_params(cls, params: "dict | StorageConfig | None") -> "StorageConfig":

@@ -97,6 +97,7 @@ class TrainingPlan:
     train: Callable[[list], Iterator[StoredTrial]]
     keep_models: str = "light"
     min_free_bytes: int = 0
+    resume: bool = True
 
 
 def lighten(methods: dict, trial, keep_models: str, configs: dict) -> dict:

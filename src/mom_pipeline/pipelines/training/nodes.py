@@ -36,4 +36,4 @@ def train_models(problem_data: list[TrialData], solutions: list[TrialSolutions],
             yield stored
 
     return TrainingPlan(name=spec.name, keys=keys, train=train, keep_models=storage.keep_models,
-                        min_free_bytes=int(storage.min_free_gb * 1e9))
+                        min_free_bytes=int(storage.min_free_gb * 1e9), resume=storage.resume)

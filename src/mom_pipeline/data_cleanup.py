@@ -42,7 +42,8 @@ def figure_sizes(data: Path) -> dict[str, int]:
 
 def versioned_datasets(data: Path) -> list[Path]:
     """Folders that hold Kedro versions (<name>/<timestamp>/<name>)."""
-    return sorted({p.parent.parent for p in data.rglob("*") if VERSION.match(p.parent.name) and p.name == p.parent.parent.name})
+    return sorted({p.parent.parent for p in data.rglob("*")
+                   if VERSION.match(p.parent.name) and p.name == p.parent.parent.name})
 
 
 def clean(data: Path, keep: int, dry_run: bool = False) -> list[Path]:

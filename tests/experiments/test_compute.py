@@ -9,7 +9,7 @@ from mom_pipeline.experiments.compute import ComputeConfig, imap_trials, map_tri
 from mom_pipeline.experiments.online import run_online_trial
 
 SPEC = {"name": "t", "problem": "knapsack", "sweep": {"param": "degree", "values": [1]},
-        "fixed": {"n_train": 50, "n_test": 0, "prices": "uniform"}, "trials": 3, "seed": 5,
+        "fixed": {"n_train": 50, "n_test": 0, "prices": "uniform"}, "trials": 3, "seed": 5, "mode": "online",
         "methods": {"OGD": {"estimator": "OnlineMOM", "params": {"step_size": 1.0}},
                     "Perceptron": {"estimator": "Perceptron"}}}
 

@@ -8,7 +8,7 @@ import time
 import pandas as pd
 
 from mom_pipeline.datasets import TrialModels
-from mom_pipeline.experiments import ExperimentSpec, TrialData, TrialSolutions
+from mom_pipeline.experiments import ExperimentSpec, TrialData, TrialSolutions, parse_spec
 from mom_pipeline.experiments.evaluate import evaluate_trial, trial_summary
 from mom_pipeline.experiments.identity import check_generated, check_same_trial
 from mom_pipeline.experiments.progress import progress
@@ -22,7 +22,7 @@ def evaluate_models(problem_data: list[TrialData], solutions: list[TrialSolution
     """One row per (setting, trial, method, test sample), and the hyperparameters chosen on
     validation for every (setting, trial, method). Each trial's models are loaded once, one
     trial at a time; data, solutions and models must belong to the same trial."""
-    spec = experiment
+    spec = parse_spec(experiment)  # Kedro hands over the parsed spec: a no-op then
     check_generated(spec, problem_data)
     started = time.perf_counter()
     frames, rows = [], []

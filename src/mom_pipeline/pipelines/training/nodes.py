@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from mom_pipeline.experiments import ExperimentSpec, TrialData, TrialSolutions
+from mom_pipeline.experiments import ExperimentSpec, TrialData, TrialSolutions, parse_spec
 from mom_pipeline.experiments.compute import ComputeConfig, StorageConfig, imap_trials
 from mom_pipeline.experiments.identity import check_generated, check_same_trial, training_key
 from mom_pipeline.experiments.storage import TrainingPlan
@@ -21,7 +21,8 @@ def train_models(problem_data: list[TrialData], solutions: list[TrialSolutions],
 
     Before any work, the trials must be this run's parameters' (not an older run's
     problem_data) and each trial's solutions must be solved from the same data."""
-    spec = experiment
+    spec = parse_spec(experiment)  # Kedro hands over the parsed spec: a no-op then
+    compute, storage = ComputeConfig.from_params(compute), StorageConfig.from_params(storage)
     check_generated(spec, problem_data)
     by_cell = {}
     for trial, solution in zip(problem_data, solutions, strict=True):

@@ -131,3 +131,21 @@ def test_clean_data_keeps_the_newest_versions_and_their_models(tmp_path):
     assert sorted(p.name for p in trials.iterdir()) == ["kept.pkl", "unlisted_new.pkl"]
     assert not (data / "06_models" / "checkpoints").exists() and len(removed) == 5
     assert "fig1" in report(data) and "total data/" in report(data)
+
+
+def test_every_keep_models_value_gives_the_same_evaluation(trial):
+    """keep_models changes what is stored, never the evaluation."""
+    import pandas as pd
+
+    from mom_pipeline.experiments.evaluate import evaluate_trial
+
+    spec, data, solutions = trial
+    tables = {}
+    for keep in ("all", "light", "none"):
+        stored = train_for_storage(spec, data, solutions, "k", keep)
+        kinds = {label: isinstance(tm.model, StoredPredictions) for label, tm in stored.methods.items()}
+        assert kinds == {"all": {"RF": False, "Ridge": False}, "light": {"RF": True, "Ridge": False},
+                         "none": {"RF": True, "Ridge": True}}[keep]
+        tables[keep] = evaluate_trial(spec, data, solutions, stored.methods).drop(columns="fit_seconds")
+    pd.testing.assert_frame_equal(tables["all"], tables["light"])
+    pd.testing.assert_frame_equal(tables["all"], tables["none"])

@@ -3,8 +3,10 @@
 Kedro merges ``--params "fig9.experiment.trials=1"`` into the parameters even when no
 pipeline reads ``fig9``, so a mistyped namespace or key would be ignored without a word. Before
 any node runs, every runtime key must either lie under a typed node input (an experiment
-spec, ``compute``, ``storage``: their own validation names unknown keys) or override a key
-that the configuration files already define. The error names the key and the nearest valid one.
+spec, ``compute``, ``storage``: their own validation names unknown keys) or name a
+namespace and a first-level key that the configuration files already define (deeper keys may
+be new: ``inverse.model`` holds free-form estimator arguments). The error names the key and
+the nearest valid one.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ def check_runtime_params(runtime: dict, configured: dict, typed: set[str]) -> No
         node, depth = configured, 0
         while depth < len(parts) - 1 and isinstance(node, dict) and parts[depth] in node:
             node, depth = node[parts[depth]], depth + 1
+        if depth >= 2:
+            continue  # a new key inside a free-form mapping (e.g. inverse.model's MOM arguments)
         siblings = list(node) if isinstance(node, dict) else []
         where = ".".join(parts[:depth]) or "the parameters"
         raise SpecError(f"--params {path}: no parameter {parts[depth]!r} in {where}{nearest(parts[depth], siblings)}; "

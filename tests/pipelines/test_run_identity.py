@@ -110,3 +110,16 @@ def test_parameter_mistakes_stop_before_any_work(project_copy, params, message):
     with pytest.raises(Exception, match=message):
         _run(project_copy, params)
     assert not (project_copy / "data" / "03_primary").exists()
+
+
+def test_runtime_parameter_rule():
+    """New keys are refused at the namespace and first level only; typed inputs validate themselves."""
+    from mom_pipeline.experiments.spec import SpecError
+    from mom_pipeline.runtime_params import check_runtime_params
+
+    configured = {"inverse": {"on_invalid": "report", "model": {"lam": 1.0}}, "fig1": {"experiment": {}}}
+    typed = {"fig1.experiment"}
+    check_runtime_params({"inverse": {"model": {"solver": "fast"}}}, configured, typed)  # estimator argument
+    check_runtime_params({"fig1": {"experiment": {"trials": 2}}}, configured, typed)
+    with pytest.raises(SpecError, match="no parameter 'experimnt' in fig1"):
+        check_runtime_params({"fig1": {"experimnt": {"trials": 2}}}, configured, typed)

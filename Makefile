@@ -35,6 +35,7 @@ bench-methods: $(STAMP)
 	$(BIN)/python benchmarks/lp_oracles.py
 	$(BIN)/python benchmarks/mom_fit.py
 	$(BIN)/python benchmarks/methods_speed.py
+	$(BIN)/python benchmarks/solver_policy.py
 
 # End-to-end wall time and peak memory of every paper experiment at the paper's settings,
 # then the training CPU minutes per method and figure of those runs.

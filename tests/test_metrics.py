@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from mom_pipeline.lp import StandardFormLP, solve_lp_batch
-from mom_pipeline.metrics import normalized_regret, per_sample_metrics, summarize
+from mom_pipeline.metrics import normalized_regret, normalized_regret_by, per_sample_metrics
 from mom_pipeline.problems import generate_knapsack, generate_shortest_path
 
 
@@ -100,32 +100,18 @@ def test_zero_optimal_length_gives_nan_relative_loss():
     X_hat = np.array([[0.0, 1.0], [1.0, 0.0]])
     df = per_sample_metrics(C, X_hat, X_star, "shortest_path")
     assert np.isnan(df.loc[0, "relative_loss"]) and df.loc[1, "relative_loss"] == pytest.approx(1.0)
-    summary = summarize(df)
-    assert summary.loc[0, "n_relative_loss_undefined"] == 1
-    assert summary.loc[0, "relative_loss_mean"] == pytest.approx(1.0)
 
 
-def test_summarize_by_hand():
+def test_normalized_regret_by_group_by_hand():
     df = pd.DataFrame({
         "method": ["a", "a", "a", "b", "b"],
         "regret": [0.0, 1.0, 3.0, 0.5, 0.5],
         "optimal_value": [10.0, -10.0, 20.0, 5.0, 5.0],
-        "relative_loss": [0.0, 0.1, 0.15, 0.1, 0.1],
-        "exact": [True, False, False, False, False],
     })
-    summary = summarize(df, by=["method"]).set_index("method")
-    assert summary.loc["a", "normalized_regret"] == pytest.approx(4.0 / 40.0)
-    assert summary.loc["b", "normalized_regret"] == pytest.approx(1.0 / 10.0)
-    assert summary.loc["a", "exact_rate"] == pytest.approx(1 / 3)
-    assert summary.loc["a", "relative_loss_median"] == pytest.approx(0.1)
-    assert summary.loc["a", "relative_loss_q25"] == pytest.approx(np.quantile([0, 0.1, 0.15], 0.25))
-    assert summary.loc["a", "relative_loss_q75"] == pytest.approx(np.quantile([0, 0.1, 0.15], 0.75))
-    assert summary.loc["a", "relative_loss_mean"] == pytest.approx(0.25 / 3)
-    assert summary["n_samples"].tolist() == [3, 2]
-    overall = summarize(df)
-    assert len(overall) == 1 and overall.loc[0, "normalized_regret"] == pytest.approx(5.0 / 50.0)
-    with pytest.raises(ValueError, match="cannot group by"):
-        summarize(df, by="trial")
+    grouped = normalized_regret_by(df, ["method"])
+    assert grouped["a"] == pytest.approx(4.0 / 40.0) and grouped["b"] == pytest.approx(1.0 / 10.0)
+    for method, part in df.groupby("method"):
+        assert grouped[method] == pytest.approx(normalized_regret(part["regret"], part["optimal_value"]), rel=1e-15)
 
 
 def test_normalized_regret():

@@ -9,7 +9,7 @@ Relative losses (paper, appendix "performance measures"):
 
 * shortest path:  Rel-Loss_SP = c'(x_hat - x*) / c'x*  (regret over the optimal path length);
 * fractional knapsack: the paper writes Rel-Loss_FK = c'(x* - x_hat) / ||c||_2 with c the
-  UTILITY of its maximization reading (the released code computes it on utilities, NOTES);
+  UTILITY of its maximization reading (the released code computes it on utilities; docs/paper_notes.md);
   with our minimization costs c = -utility that is
   u'(x* - x_hat) / ||u||_2 = c'(x_hat - x*) / ||c||_2 = regret / ||c||_2 >= 0
   (||c||_2 = ||u||_2 because the slacks cost 0). Taken literally with the minimization
@@ -23,6 +23,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from .checks import finite_samples
+
 PROBLEMS = ("shortest_path", "knapsack")
 
 #: Relative tolerance of the exactness flags (see `per_sample_metrics`).
@@ -30,16 +32,9 @@ EXACT_RTOL = 1e-9
 
 
 def _as_batch(name: str, value, shape: tuple[int, int] | None = None) -> np.ndarray:
-    """A finite (T, n) float array; errors name the first bad sample."""
-    arr = np.asarray(value, dtype=float)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be (T, n); got shape {arr.shape}")
-    if shape is not None and arr.shape != shape:
-        raise ValueError(f"{name} must have shape {shape} like C; got {arr.shape}")
-    bad = np.flatnonzero(~np.isfinite(arr).all(axis=1))
-    if bad.size:
-        raise ValueError(f"{name}: sample {bad[0]} has a NaN or infinite entry")
-    return arr
+    """A finite (T, n) float array (of `shape` when given); errors name the first bad sample."""
+    rows, columns = shape if shape is not None else (None, None)
+    return finite_samples(name, value, n_samples=rows, n_columns=columns, shape_hint=" like C" if shape else "")
 
 
 def _rowdot(U: np.ndarray, V: np.ndarray) -> np.ndarray:
@@ -133,41 +128,9 @@ def normalized_regret(regret, optimal_value) -> float:
     return float(regret.sum() / denominator) if denominator > 0 else float("nan")
 
 
-def _summary_row(group: pd.DataFrame) -> pd.Series:
-    relative = group["relative_loss"]
-    row = {
-        "relative_loss_mean": relative.mean(),
-        "relative_loss_median": relative.median(),
-        "relative_loss_q25": relative.quantile(0.25),
-        "relative_loss_q75": relative.quantile(0.75),
-        "normalized_regret": normalized_regret(group["regret"], group["optimal_value"]),
-        "exact_rate": group["exact"].mean(),
-        "n_samples": len(group),
-        # Samples whose relative loss is undefined (NaN) are left out of its statistics.
-        "n_relative_loss_undefined": int(relative.isna().sum()),
-    }
-    if "relative_loss_released" in group:
-        row["relative_loss_released_mean"] = group["relative_loss_released"].mean()
-    return pd.Series(row)
-
-
-def summarize(df: pd.DataFrame, by: Sequence[str] | str | None = None) -> pd.DataFrame:
-    """Summary statistics of `per_sample_metrics` rows, one row per group of `by`.
-
-    Columns: relative_loss_mean / _median / _q25 / _q75 (NaN relative losses skipped),
-    normalized_regret (sum of regrets / sum of |optimal values|), exact_rate (share of
-    ``exact``), n_samples, n_relative_loss_undefined, and relative_loss_released_mean when
-    that column is present. ``by=None`` or ``[]`` summarizes all rows in one row.
-    """
-    missing = {"relative_loss", "regret", "optimal_value", "exact"} - set(df.columns)
-    if missing:
-        raise ValueError(f"df lacks the per-sample columns {sorted(missing)}")
-    by = [by] if isinstance(by, str) else list(by or [])
-    unknown = [column for column in by if column not in df.columns]
-    if unknown:
-        raise ValueError(f"cannot group by {unknown}: not columns of df")
-    if not by:
-        return _summary_row(df).to_frame().T.astype({"n_samples": int, "n_relative_loss_undefined": int})
-    rows = [dict(zip(by, key if isinstance(key, tuple) else (key,))) | _summary_row(group).to_dict()
-            for key, group in df.groupby(by, sort=True, dropna=False)]
-    return pd.DataFrame(rows).astype({"n_samples": int, "n_relative_loss_undefined": int})
+def normalized_regret_by(frame: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
+    """`normalized_regret` per group of `keys` of a table of per-sample metrics (columns
+    ``regret`` and ``optimal_value``): sum of regrets / sum of |optimal values|."""
+    sums = frame.groupby(list(keys), sort=False).agg(
+        sum_regret=("regret", "sum"), sum_abs_optimal=("optimal_value", lambda v: np.abs(v).sum()))
+    return (sums["sum_regret"] / sums["sum_abs_optimal"]).rename("normalized_regret")

@@ -12,7 +12,7 @@ from kedro.pipeline import Pipeline
 
 from mom_pipeline.pipelines import basis_extraction, data_generation, evaluation, inverse, online, reporting, training
 
-# Which paper figures each registered pipeline reproduces (NOTES.md's table).
+# Which paper figures each registered pipeline reproduces (docs/paper_notes.md's table).
 EXPERIMENTS = {
     "shortest_path": ["fig1", "fig2", "fig7"],
     "knapsack": ["fig3", "fig4", "fig6"],

@@ -14,7 +14,6 @@ from __future__ import annotations
 import inspect
 import typing
 
-from kedro.config import OmegaConfigLoader
 from kedro.framework.hooks import hook_impl
 from pydantic import BaseModel
 
@@ -76,6 +75,6 @@ class RuntimeParameterHooks:
         from kedro.framework.project import pipelines
         from kedro.framework.project import settings
 
-        files_only = OmegaConfigLoader(conf_source=str(loader.conf_source), env=loader.env,
-                                       **{k: v for k, v in settings.CONFIG_LOADER_ARGS.items()})
+        files_only = settings.CONFIG_LOADER_CLASS(conf_source=str(loader.conf_source), env=loader.env,
+                                                  **settings.CONFIG_LOADER_ARGS)
         check_runtime_params(runtime, files_only["parameters"], typed_parameters(pipelines.values()))

@@ -1,8 +1,26 @@
 """Kedro project settings."""
 
+from typing import Any
+
 from kedro.config import OmegaConfigLoader
 
-CONFIG_LOADER_CLASS = OmegaConfigLoader
+
+class ProjectConfigLoader(OmegaConfigLoader):
+    """OmegaConfigLoader that keeps YAML anchor helpers out of the parameters.
+
+    Kedro already drops top-level keys starting with "_" from the catalog and other config,
+    but not from the parameters; the parameter files use such keys (`_lam_grid`, `_mom`, ...)
+    only as YAML anchors, so they are dropped here too and never reach nodes or kedro-viz.
+    """
+
+    def __getitem__(self, key: str) -> Any:
+        config = super().__getitem__(key)
+        if key == "parameters":
+            return {name: value for name, value in config.items() if not str(name).startswith("_")}
+        return config
+
+
+CONFIG_LOADER_CLASS = ProjectConfigLoader
 CONFIG_LOADER_ARGS = {
     "base_env": "base",
     "default_run_env": "local",

@@ -8,16 +8,14 @@ from sklearn.base import clone
 from mom_pipeline.lp import StandardFormLP, solve_lp_batch
 from mom_pipeline.methods.base import MissingCostsError
 from mom_pipeline.methods.baselines import (
-    BASELINES,
     OLS,
     KernelRidgeCost,
-    PolyKernelRidge,
     RandomForest,
-    RbfKernelRidge,
     Ridge,
     SPOPlus,
     spo_plus_loss,
 )
+from mom_pipeline.methods.registry import METHODS
 from mom_pipeline.problems import generate_knapsack, generate_shortest_path
 
 
@@ -59,11 +57,8 @@ def test_poly_kernel_ridge_uses_the_papers_kernel(noisy_path):
     K = (Z @ Z.T / gamma + 1) ** degree
     dual = np.linalg.solve(K + lam * np.eye(len(Z)), C)
     expected = (Z_new @ Z.T / gamma + 1) ** degree @ dual
-    model = PolyKernelRidge(lam=lam, degree=degree, gamma=gamma).fit(Z, C=C)
+    model = KernelRidgeCost(kernel="poly", lam=lam, degree=degree, gamma=gamma).fit(Z, C=C)
     np.testing.assert_allclose(model.predict_cost(Z_new), expected, rtol=1e-6, atol=1e-6)
-    assert model.name == "PolyRidge"
-    generic = KernelRidgeCost(kernel="poly", lam=lam, degree=degree, gamma=gamma).fit(Z, C=C)
-    np.testing.assert_allclose(generic.predict_cost(Z_new), expected, rtol=1e-6, atol=1e-6)
 
 
 def test_rbf_kernel_ridge_uses_the_papers_squared_kernel(noisy_path):
@@ -74,10 +69,9 @@ def test_rbf_kernel_ridge_uses_the_papers_squared_kernel(noisy_path):
         return np.exp(-((U[:, None, :] - W[None, :, :]) ** 2).sum(-1) / gamma)
 
     dual = np.linalg.solve(kernel(Z, Z) + lam * np.eye(len(Z)), C)
-    model = RbfKernelRidge(lam=lam, gamma=gamma).fit(Z, C=C)
+    model = KernelRidgeCost(kernel="rbf", lam=lam, gamma=gamma).fit(Z, C=C)
     np.testing.assert_allclose(model.predict_cost(Z_new), kernel(Z_new, Z) @ dual, rtol=1e-6, atol=1e-6)
-    assert model.name == "RbfRidge"
-    assert clone(model).get_params() == {"lam": lam, "gamma": gamma}
+    assert clone(model).get_params() == model.get_params()
 
 
 def test_random_forest_is_multi_output_and_seeded(noisy_path):
@@ -92,10 +86,10 @@ def test_random_forest_is_multi_output_and_seeded(noisy_path):
     assert (first >= C.min(axis=0) - 1e-12).all() and (first <= C.max(axis=0) + 1e-12).all()
 
 
-@pytest.mark.parametrize("name", sorted(BASELINES))
+@pytest.mark.parametrize("name", sorted(name for name, entry in METHODS.items() if entry.needs_costs))
 def test_every_baseline_needs_costs(noisy_path, name):
-    model = BASELINES[name]()
-    assert model.needs_costs and model.name == name
+    model = METHODS[name].cls()
+    assert model.needs_costs
     X_star = noisy_path.lp.solve(noisy_path.train.C).x
     with pytest.raises(MissingCostsError, match="needs the true costs"):
         model.fit(noisy_path.train.Z, X_star, lp=noisy_path.lp)

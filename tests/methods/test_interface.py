@@ -1,4 +1,4 @@
-"""Every exported method follows the estimator conventions and says whether it needs c."""
+"""Every registered method follows the estimator conventions and says whether it needs c."""
 
 import numpy as np
 import pytest
@@ -9,12 +9,14 @@ from mom_pipeline.methods import MissingCostsError
 from mom_pipeline.problems import generate_knapsack
 
 
-@pytest.mark.parametrize("name", methods.NEEDS_ONLY_X_STAR + methods.NEEDS_COSTS)
+@pytest.mark.parametrize("name", sorted(methods.METHODS))
 def test_estimator_conventions(name):
-    cls = getattr(methods, name)
+    entry = methods.method_entry(name)
+    cls = entry.cls
+    assert getattr(methods, cls.__name__) is cls  # every registered method is exported
     model = cls()
     assert clone(model).get_params() == model.get_params()  # hyperparameters only in __init__
-    assert cls.needs_costs == (name in methods.NEEDS_COSTS)
+    assert entry.needs_costs == cls.needs_costs
     trial = generate_knapsack(30, 5, degree=1, seed=0)
     X = trial.lp.solve(trial.train.C).x
     if cls.needs_costs:
@@ -28,3 +30,8 @@ def test_estimator_conventions(name):
     C_hat = fitted.predict_cost(trial.test.Z)
     assert C_hat.shape == (5, 21) and np.isfinite(C_hat).all()
     assert fitted.decide(trial.test.Z, trial.lp).x.shape == (5, 21)
+
+
+def test_unknown_method_names_the_registered_ones():
+    with pytest.raises(ValueError, match="unknown estimator 'Lasso'.*'MOM'"):
+        methods.method_entry("Lasso")

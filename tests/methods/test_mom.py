@@ -203,7 +203,7 @@ def test_c_is_ignored_and_predictions_are_linear(problem):
     b = MOM(lam=1e-2).fit(Z, X, lp=trial.lp, C=np.full_like(X, np.nan))
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_allclose(a.predict_cost(Z), Z @ a.coef_.T)
-    assert MOM.needs_costs is False and MOM.name == "MOM"
+    assert MOM.needs_costs is False
     assert clone(a).get_params() == a.get_params()
     assert a.n_iter_ >= 1 and a.solver_info_["seconds"] >= 0
 

@@ -7,8 +7,8 @@ import pytest
 
 from mom_pipeline.lp import reduced_cost_operator, solve_lp_batch
 from mom_pipeline.methods.mom import MOM
+from mom_pipeline.methods.ftrl import FTRLMOM
 from mom_pipeline.methods.online import (
-    FTRLMOM,
     OnlineMOM,
     Perceptron,
     SuboptimalityOGD,

@@ -8,9 +8,6 @@ import pytest
 from mom_pipeline.methods.base import CostModel, check_features
 from mom_pipeline.methods.baselines import OLS, Ridge
 from mom_pipeline.methods.tuning import (
-    LAMBDA_GRID,
-    RADIUS_FACTORS,
-    STEP_GRID,
     data_driven_radius_grid,
     grid_search,
     radius_grid,
@@ -131,23 +128,35 @@ def test_costs_are_withheld_from_inverse_methods_and_failures_can_be_recorded():
         grid_search(SignedOLS, {"fail": [True]}, Z, None, knapsack.lp, C, None, "knapsack")
 
 
+RADIUS_FACTORS = np.linspace(0.8, 2.0, 7)
+
+
 def test_radius_grids():
     V = np.array([[3.0, 0.0], [0.0, 4.0]])
-    np.testing.assert_allclose(radius_grid(V), RADIUS_FACTORS * 5.0)
+    np.testing.assert_allclose(radius_grid(V, RADIUS_FACTORS), RADIUS_FACTORS * 5.0)
     np.testing.assert_allclose(radius_grid(5.0, factors=[1.0, 2.0]), [5.0, 10.0])
-    np.testing.assert_allclose(RADIUS_FACTORS, [0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0])
     with pytest.raises(ValueError):
-        radius_grid(np.zeros((2, 2)))
+        radius_grid(np.zeros((2, 2)), RADIUS_FACTORS)
     trial = generate_shortest_path(30, 0, degree=1, seed=0)
-    grid = data_driven_radius_grid(OLS, trial.train.Z, lp=trial.lp, C=trial.train.C)
+    grid = data_driven_radius_grid(OLS, trial.train.Z, lp=trial.lp, C=trial.train.C, factors=RADIUS_FACTORS)
     norm = np.linalg.norm(OLS().fit(trial.train.Z, C=trial.train.C).coef_)
     np.testing.assert_allclose(grid, RADIUS_FACTORS * norm)
 
 
-def test_paper_grids():
-    np.testing.assert_allclose(LAMBDA_GRID[[0, -1]], [1e-6, 1e2])
-    assert len(LAMBDA_GRID) == 9 and len(STEP_GRID) == 5
-    np.testing.assert_allclose(STEP_GRID[[0, -1]], [1e-3, 1e1])
+def test_paper_grids_are_in_the_parameters():
+    """The YAML is the only source of grids: the paper's ranges are what the figures tune."""
+    from pathlib import Path
+
+    from mom_pipeline.settings import ProjectConfigLoader
+
+    conf = Path(__file__).resolve().parents[2] / "conf"
+    parameters = ProjectConfigLoader(str(conf), base_env="base", default_run_env="local")["parameters"]
+    methods = parameters["fig1"]["experiment"]["methods"]
+    lam = methods["MOM"]["grid"]["lam"]
+    steps = methods["MOM-OGD"]["grid"]["step_size"]
+    assert (min(lam), max(lam), len(lam)) == (1e-6, 1e2, 9)
+    assert (min(steps), max(steps), len(steps)) == (1e-3, 1e1, 5)
+    np.testing.assert_allclose(methods["MOM-OGD"]["radius_factors"], RADIUS_FACTORS)
 
 
 def test_per_sample_constraints_are_split_with_the_samples():

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from ..metrics import per_sample_metrics
+from ..metrics import normalized_regret_by, per_sample_metrics
 from .data import TrialData, TrialSolutions
-from .spec import ExperimentSpec
 from .identity import check_same_trial
+from .spec import ExperimentSpec
 from .train import TrainedMethod
 
 
@@ -53,11 +52,9 @@ def trial_summary(evaluation: pd.DataFrame) -> pd.DataFrame:
         mean_relative_loss=("relative_loss", "mean"),
         median_relative_loss=("relative_loss", "median"),
         mean_relative_loss_released=("relative_loss_released", "mean"),
-        sum_regret=("regret", "sum"),
-        sum_abs_optimal=("optimal_value", lambda v: np.abs(v).sum()),
         exact_rate=("exact", "mean"),
         fit_seconds=("fit_seconds", "first"),
         n_test=("sample", "size"),
-    ).reset_index()
-    out["normalized_regret"] = out["sum_regret"] / out["sum_abs_optimal"]
-    return out.drop(columns=["sum_regret", "sum_abs_optimal"])
+    )
+    out["normalized_regret"] = normalized_regret_by(evaluation, keys)
+    return out.reset_index()

@@ -8,8 +8,9 @@ import time
 import numpy as np
 import pandas as pd
 
+from ..methods.tuning import radius_grid
 from .data import TrialData, TrialSolutions
-from .spec import ExperimentSpec
+from .spec import ExperimentSpec, SpecError
 from .train import estimator_class, parse_methods
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,10 @@ def run_online_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSol
         cls = estimator_class(config.estimator)
         params = dict(config.params)
         if config.radius_factors:
-            params["radius"] = float(config.radius_factors[0] * np.linalg.norm(data.V))
+            if len(config.radius_factors) > 1:  # no validation split in a stream to choose one
+                raise SpecError(f"experiment {spec.name!r}: method {config.label!r}: an online run takes one "
+                                f"radius factor; got {list(config.radius_factors)}")
+            params["radius"] = float(radius_grid(data.V, config.radius_factors)[0])
         model = cls(**params)
         started = time.perf_counter()
         model.fit(data.train.Z, solutions.train.x, lp=data.lp, basis=solutions.train.basis, C=data.train.C,

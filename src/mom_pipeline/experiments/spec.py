@@ -77,12 +77,12 @@ class MethodConfig(StrictModel):
 
     @model_validator(mode="after")
     def _known_estimator_and_hyperparameters(self):
-        from .train import ESTIMATORS, estimator_class
+        from ..methods.registry import METHODS
 
-        if self.estimator not in ESTIMATORS:
+        if self.estimator not in METHODS:
             raise SpecError(f"method {self.label!r}: unknown estimator {self.estimator!r}"
-                            f"{nearest(self.estimator, ESTIMATORS)}; choose one of {sorted(ESTIMATORS)}")
-        cls = estimator_class(self.estimator)
+                            f"{nearest(self.estimator, METHODS)}; choose one of {sorted(METHODS)}")
+        cls = METHODS[self.estimator].cls
         accepted = set(cls().get_params())
         for name in [*self.params, *self.grid]:
             if name not in accepted:

@@ -3,7 +3,7 @@
 A method's configuration (``methods:`` in an experiment's parameters) is
 
     <label>:                       # the name in tables and figures, e.g. "MOM", "PolyMOM"
-      estimator: MOM               # a class of ESTIMATORS below
+      estimator: MOM               # a name of methods.registry.METHODS
       params: {solver: fast}       # fixed hyperparameters (optional)
       grid: {lam: [1.0e-6, ...]}   # tuned hyperparameters: a plain parameter-dict grid
       radius_factors: [0.8, 2.0]   # optional: adds radius = factor * ||V||_F to the grid
@@ -15,7 +15,6 @@ A method's configuration (``methods:`` in an experiment's parameters) is
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import logging
 import time
 from dataclasses import dataclass
@@ -24,6 +23,8 @@ import numpy as np
 import pandas as pd
 
 from ..methods.base import CostModel
+from ..methods.registry import UnknownMethodError, method_entry
+from ..methods.tuning import radius_grid
 from .data import TrialData, TrialSolutions
 from .identity import check_same_trial
 from .progress import progress_enabled
@@ -32,29 +33,12 @@ from .storage import StoredTrial, lighten
 
 log = logging.getLogger(__name__)
 
-# label in configs -> "module:Class" (imported lazily so a missing optional piece only
-# fails the experiments that use it).
-ESTIMATORS = {
-    "MOM": "mom_pipeline.methods.mom:MOM",
-    "KernelMOM": "mom_pipeline.methods.kernels:KernelMOM",
-    "OnlineMOM": "mom_pipeline.methods.online:OnlineMOM",
-    "Perceptron": "mom_pipeline.methods.online:Perceptron",
-    "FTRLMOM": "mom_pipeline.methods.online:FTRLMOM",
-    "SuboptimalityOGD": "mom_pipeline.methods.online:SuboptimalityOGD",
-    "OLS": "mom_pipeline.methods.baselines:OLS",
-    "Ridge": "mom_pipeline.methods.baselines:Ridge",
-    "RandomForest": "mom_pipeline.methods.baselines:RandomForest",
-    "SPOPlus": "mom_pipeline.methods.baselines:SPOPlus",
-    "KernelRidge": "mom_pipeline.methods.baselines:KernelRidgeCost",
-}
-
-
 def estimator_class(name: str) -> type[CostModel]:
-    """The estimator class registered under `name`."""
-    if name not in ESTIMATORS:
-        raise SpecError(f"unknown estimator {name!r}; choose one of {sorted(ESTIMATORS)}")
-    module, cls = ESTIMATORS[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+    """The estimator class registered under `name` (`methods.registry`)."""
+    try:
+        return method_entry(name).cls
+    except UnknownMethodError as error:
+        raise SpecError(str(error)) from None
 
 
 def parse_methods(spec: ExperimentSpec) -> list[MethodConfig]:
@@ -92,7 +76,7 @@ def train_method(spec: ExperimentSpec, config: MethodConfig, trial: TrialData, s
         fixed["random_state"] = seed
     grid = dict(config.grid)
     if config.radius_factors:
-        grid["radius"] = [float(f * np.linalg.norm(data.V)) for f in config.radius_factors]
+        grid["radius"] = [float(radius) for radius in radius_grid(data.V, config.radius_factors)]
 
     def make(**params):
         return cls(**fixed, **params)

@@ -7,7 +7,7 @@ layout is documented in `mom_pipeline.inverse.schema`.
 from .example import make_example_dataset
 from .prescription import prescribe
 from .presolve import drop_implied_constraints
-from .schema import InverseInputError, InverseProblem, constraints_to_tables, write_example_tables
+from .schema import InverseInputError, InverseProblem
 from .standard_form import (
     OriginalConstraints,
     StandardFormError,
@@ -16,6 +16,7 @@ from .standard_form import (
     to_standard_form_batch,
 )
 from .validation import load_inverse_problem, validate_inverse_problem
+from .writing import constraints_to_tables, write_example_tables
 
 __all__ = [
     "InverseInputError",

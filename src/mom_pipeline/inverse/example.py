@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from ..lp import GridShortestPath
-from .schema import ID, constraints_to_tables
+from .schema import ID
+from .writing import constraints_to_tables
 
 CONTEXT_NAMES = ("hour_sin", "hour_cos", "rain_mm", "weekend")
 

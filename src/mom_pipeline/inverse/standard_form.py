@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
+from ..checks import finite_samples
+
 # Relative tolerances: rank decisions on the equality rows, and consistency of the rhs of
 # the dropped rows (relative to max(1, |b|_inf)).
 RANK_TOL = 1e-10
@@ -186,12 +188,7 @@ class StandardFormMap:
         return np.einsum("tn,tn->t", C_orig, np.broadcast_to(self.offset, C_orig.shape))
 
     def _check_costs(self, C_orig) -> np.ndarray:
-        C_orig = np.asarray(C_orig, dtype=float)
-        if C_orig.ndim == 1:
-            C_orig = C_orig[None, :]
-        if C_orig.ndim != 2 or C_orig.shape[1] != self.n_orig:
-            raise ValueError(f"C_orig must be (T, {self.n_orig}); got shape {C_orig.shape}")
-        return C_orig
+        return finite_samples("C_orig", C_orig, n_columns=self.n_orig, one_sample_as_row=True)
 
     def subset(self, index) -> "StandardFormMap":
         """The map of the samples `index` (the same object when nothing is per sample)."""

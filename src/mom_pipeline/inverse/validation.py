@@ -21,24 +21,14 @@ InverseInputError in both modes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
 from ..lp import BasisError, StandardFormLP, basis_from_solution
-from .schema import (
-    CONSTRAINT_COLUMNS,
-    ID,
-    RHS_COLUMNS,
-    SHARED_ID,
-    InverseInputError,
-    InverseProblem,
-    IssueLog,
-    build_constraints,
-    normalize_id,
-    read_features,
-    read_long_table,
-    read_wide_table,
-)
+from .schema import CONSTRAINT_COLUMNS, ID, RHS_COLUMNS, SHARED_ID, InverseInputError, InverseProblem, IssueLog, normalize_id
+from .tables import build_constraints, read_features, read_long_table, read_wide_table
 from .presolve import drop_implied_constraints
 from .standard_form import OriginalConstraints, StandardFormError, convert_samples
 
@@ -127,15 +117,149 @@ def _raw_ids(df) -> list:
     return [i for i in (normalize_id(v) for v in df[ID].tolist()) if i is not None and i != SHARED_ID]
 
 
-def _check_ids_everywhere(raw: dict, required: list, log: IssueLog) -> None:
-    """Reject every id that is absent from a table where each observation needs rows."""
+def _check_ids_everywhere(raw: dict, required: list, log: IssueLog, universe: set | None = None) -> None:
+    """Reject every id that is absent from a table where each observation needs rows.
+    `universe`: the ids that matter (None: every id of every table)."""
     present = {table: set(ids) for table, ids in raw.items()}
-    order = list(dict.fromkeys(i for ids in raw.values() for i in ids))
+    order = [i for i in dict.fromkeys(i for ids in raw.values() for i in ids) if universe is None or i in universe]
     for id in order:
         for table in required:
             if id not in present[table]:
                 found = [log.file(t) for t in required if id in present[t]]
                 log.reject(id, table, None, f"no row for id {id!r} in {log.file(table)} (it is in {', '.join(found)})")
+
+
+# --------------------------------------------------------------------------- the observations
+
+
+@dataclass
+class Observations:
+    """The candidate observations, one row each in the order of the features table.
+
+    ``table`` columns: id; features_row / decisions_row: positions in the parsed Z / X;
+    file_row: the decisions table row (for messages); reason: why it was rejected (None
+    while accepted). Each validation step looks at the accepted rows and rejects some; the
+    IssueLog keeps every problem of every id for the report.
+    """
+
+    table: pd.DataFrame
+    log: IssueLog
+
+    def accepted(self) -> np.ndarray:
+        """Positions (0..k-1) of the observations not rejected so far."""
+        return np.flatnonzero(self.table["reason"].isna().to_numpy())
+
+    def ids(self, positions) -> list:
+        return self.table[ID].to_numpy()[positions].tolist()
+
+    def sync(self) -> None:
+        """Take over the rejections recorded directly in the log (by the table readers)."""
+        for k in self.accepted():
+            entries = self.log.by_id.get(self.table.at[k, ID])
+            if entries:
+                self.table.at[k, "reason"] = entries[0][2]
+
+    def reject(self, table: str, reasons: dict, rows: dict | None = None) -> None:
+        """Reject {position: reason}, reported against `table` (rows: {position: file row})."""
+        for k, reason in sorted(reasons.items()):
+            self.log.reject(self.table.at[k, ID], table, None if rows is None else rows.get(k), reason)
+            self.table.at[k, "reason"] = reason
+
+    def require_some(self) -> np.ndarray:
+        """The accepted positions; raise when none is left."""
+        accepted = self.accepted()
+        if not accepted.size:
+            _raise_nothing_left(self.log)
+        return accepted
+
+
+@dataclass
+class ConvertedLPs:
+    """The user's constraints and their standard form for the observations `positions`."""
+
+    positions: np.ndarray
+    original: OriginalConstraints
+    lp: StandardFormLP
+    std_map: object
+
+    def restrict(self, positions: np.ndarray) -> "ConvertedLPs":
+        """The same for a subset of the positions (in increasing order)."""
+        index = np.searchsorted(self.positions, positions)
+        return ConvertedLPs(positions, self.original if self.original.shared else self.original.subset(index),
+                            self.lp.subset(index), self.std_map.subset(index))
+
+
+def _observation_table(f_ids: list, d_ids: list | None, d_rows: np.ndarray, log: IssueLog) -> Observations:
+    """Every id of the features table that parsed; rejected already when the log says so."""
+    decision_row = {id: k for k, id in enumerate(d_ids or [])}
+    table = pd.DataFrame({ID: f_ids, "features_row": np.arange(len(f_ids))})
+    table["decisions_row"] = [decision_row.get(id, -1) for id in f_ids]
+    table["file_row"] = [int(d_rows[k]) if k >= 0 else -1 for k in table["decisions_row"]]
+    table["reason"] = pd.Series([None] * len(f_ids), dtype=object)
+    observations = Observations(table, log)
+    observations.sync()
+    return observations
+
+
+def _reject_missing_rhs(observations: Observations, parsed: dict, n: int) -> OriginalConstraints:
+    """Step 3: assemble the constraints of the accepted observations (rows with a
+    coefficient but no rhs reject theirs, in the log)."""
+    accepted = observations.require_some()
+    original = build_constraints(parsed, observations.ids(accepted), n, observations.log)
+    observations.sync()
+    return original
+
+
+def _convert_to_standard_form(observations: Observations, original: OriginalConstraints, positions: np.ndarray,
+                              drop_implied: bool) -> ConvertedLPs:
+    """Step 4: the standard forms; observations whose constraints cannot be converted (or
+    convert to another size than most) are rejected."""
+    accepted = observations.require_some()
+    keep = np.searchsorted(positions, accepted)
+    original = original if original.shared else original.subset(keep)
+    try:
+        reduced = drop_implied_constraints(original) if drop_implied else original
+        A, b, std_map, converted, failures = convert_samples(reduced, n_samples=accepted.size)
+    except StandardFormError as exc:  # shared constraints: nothing can be converted
+        observations.log.fatal("constraints", f"the constraints cannot be put in standard form: {exc.reason}")
+    observations.reject("constraints", {int(accepted[t]): f"the constraints cannot be put in standard form: {reason}"
+                                        for t, reason in failures.items()})
+    original = original if original.shared else original.subset(converted)
+    return ConvertedLPs(accepted[converted], original, StandardFormLP(A=A, b=b), std_map)
+
+
+def _reject_bad_decisions(observations: Observations, lps: ConvertedLPs, X: np.ndarray,
+                          tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 5 and 6: decisions that violate their constraints, or are feasible but not a
+    vertex (rejected together, in table order). Returns the standard-form decisions and
+    the bases of the observations still accepted."""
+    accepted = observations.require_some()
+    lps = lps.restrict(accepted)
+    X_accepted = X[observations.table["decisions_row"].to_numpy()[accepted]]
+    failures = infeasibility_reasons(lps.original, X_accepted, tol)
+    X_std = _clean_support(lps.std_map.to_standard(X_accepted))
+    feasible = np.setdiff1d(np.arange(accepted.size), list(failures))
+    basis = np.zeros((accepted.size, lps.lp.m), dtype=np.int64)
+    if feasible.size:
+        basis[feasible], not_vertex = vertex_bases(lps.lp.subset(feasible), X_std[feasible])
+        failures.update({int(feasible[t]): reason for t, reason in not_vertex.items()})
+    file_rows = observations.table["file_row"].to_numpy()
+    observations.reject("decisions", {int(accepted[t]): reason for t, reason in failures.items()},
+                        {int(accepted[t]): int(file_rows[accepted[t]]) for t in failures})
+    good = np.setdiff1d(np.arange(accepted.size), list(failures))
+    return X_std[good], basis[good]
+
+
+def _raise_or_report(log: IssueLog, on_invalid: str) -> pd.DataFrame:
+    report = log.report()
+    if on_invalid == "raise" and len(report):
+        first = log.first_error()
+        more = len(report) - 1
+        if more:
+            first = InverseInputError(first.file, first.reason + f" ({more} more invalid observation(s); "
+                                      "on_invalid='report' drops them and lists each in a report)", first.row, first.id)
+        raise first
+    return report
 
 
 def validate_inverse_problem(features, decisions=None, constraints=None, rhs=None, bounds=None, *,
@@ -147,7 +271,8 @@ def validate_inverse_problem(features, decisions=None, constraints=None, rhs=Non
 
     Args:
         features, decisions, constraints, rhs, bounds: DataFrames (bounds optional;
-            decisions None for prescription inputs, then give n_variables).
+            decisions None for prescription inputs, then give n_variables; ids in the
+            constraint tables that are not in features are then ignored).
         feature_columns / decision_columns: the value columns (defaults: every non-id
             column / x_0..x_{n-1}).
         add_intercept: append a constant feature 1.
@@ -168,18 +293,17 @@ def validate_inverse_problem(features, decisions=None, constraints=None, rhs=Non
     if on_invalid not in ON_INVALID:
         raise ValueError(f"on_invalid must be one of {ON_INVALID}; got {on_invalid!r}")
     log = IssueLog(file_names)
-    f_ids, Z_valid, _, feature_names = read_features(features, log, feature_columns, add_intercept)
+    # Step 1: every table on its own.
+    f_ids, Z, _, feature_names = read_features(features, log, feature_columns, add_intercept)
     if decisions is not None:
-        d_ids, X_valid, d_rows, decision_names = read_wide_table(decisions, "decisions", log, decision_columns)
+        d_ids, X, d_rows, decision_names = read_wide_table(decisions, "decisions", log, decision_columns)
         if n_variables is not None and n_variables != len(decision_names):
             log.fatal("decisions", f"{len(decision_names)} decision columns but n_variables = {n_variables}")
-        n = len(decision_names)
+    elif n_variables is None:
+        raise InverseInputError(None, "without a decisions table, give n_variables (the number of LP variables)")
     else:
-        if n_variables is None:
-            raise InverseInputError(None, "without a decisions table, give n_variables (the number of LP variables)")
-        n, d_ids, d_rows = int(n_variables), [], np.zeros(0, dtype=np.int64)
-        decision_names = [f"x_{j}" for j in range(n)]
-        X_valid = np.zeros((0, n))
+        d_ids, X, d_rows, decision_names = None, None, np.zeros(0, dtype=np.int64), [f"x_{j}" for j in range(n_variables)]
+    n = len(decision_names)
     if constraints is None and rhs is None and bounds is None:
         log.fatal("constraints", "no constraints given (constraints, rhs and bounds are all missing)")
     empty = {"constraints": pd.DataFrame(columns=list(CONSTRAINT_COLUMNS)),
@@ -190,6 +314,7 @@ def validate_inverse_problem(features, decisions=None, constraints=None, rhs=Non
     if bounds is not None:
         parsed["bounds"] = read_long_table(bounds, "bounds", log, n)
 
+    # Step 2: ids present in one table but missing from another that needs them.
     raw = {"features": _raw_ids(features)}
     required = ["features"]
     if decisions is not None:
@@ -200,67 +325,24 @@ def validate_inverse_problem(features, decisions=None, constraints=None, rhs=Non
             raw[name] = _raw_ids(given[name])
             if name != "bounds":  # no bounds row means the default bounds
                 required.append(name)
-    _check_ids_everywhere(raw, required, log)
+    _check_ids_everywhere(raw, required, log, universe=None if decisions is not None else set(raw["features"]))
 
-    # The candidates: valid in every table so far, in the order of the features table.
-    feature_row = {id: k for k, id in enumerate(f_ids)}
-    decision_row = {id: k for k, id in enumerate(d_ids)}
-    ids = [id for id in f_ids if not log.rejected(id)]
-    if not ids:
-        _raise_nothing_left(log)
-    Z = Z_valid[[feature_row[i] for i in ids]]
-    X = X_valid[[decision_row[i] for i in ids]] if decisions is not None else None
-    table_row = {id: int(d_rows[decision_row[id]]) for id in ids} if decisions is not None else {}
-
-    original = build_constraints(parsed, ids, n, log)
-    keep = np.flatnonzero([not log.rejected(i) for i in ids])  # positions in `ids` still valid
-    if not keep.size:
-        _raise_nothing_left(log)
-    original = original if original.shared else original.subset(keep)
-    try:
-        reduced = drop_implied_constraints(original) if drop_implied else original
-        A, b, std_map, converted, failures = convert_samples(reduced, n_samples=keep.size)
-    except StandardFormError as exc:  # shared constraints: nothing can be converted
-        log.fatal("constraints", f"the constraints cannot be put in standard form: {exc.reason}")
-    for t, reason in failures.items():
-        log.reject(ids[keep[t]], "constraints", None, f"the constraints cannot be put in standard form: {reason}")
-    keep = keep[converted]
-    if not keep.size:
-        _raise_nothing_left(log)
-    original = original if original.shared else original.subset(converted)
-    lp = StandardFormLP(A=A, b=b)
-
-    X_std, basis = None, None
+    observations = _observation_table(f_ids, d_ids, d_rows, log)
+    candidates = observations.require_some()
+    original = _reject_missing_rhs(observations, parsed, n)  # step 3
+    lps = _convert_to_standard_form(observations, original, candidates, drop_implied)  # step 4
+    X_std = basis = None
     if X is not None:
-        failures = infeasibility_reasons(original, X[keep], tol)
-        X_std = _clean_support(std_map.to_standard(X[keep]))
-        feasible = np.setdiff1d(np.arange(keep.size), list(failures))
-        basis = np.zeros((keep.size, lp.m), dtype=np.int64)
-        if feasible.size:
-            basis[feasible], not_vertex = vertex_bases(lp.subset(feasible), X_std[feasible])
-            failures.update({int(feasible[t]): reason for t, reason in not_vertex.items()})
-        for t in sorted(failures):
-            log.reject(ids[keep[t]], "decisions", table_row[ids[keep[t]]], failures[t])
-        if failures:
-            good = np.setdiff1d(np.arange(keep.size), list(failures))
-            if not good.size:
-                _raise_nothing_left(log)
-            keep, X_std, basis = keep[good], X_std[good], basis[good]
-            original = original if original.shared else original.subset(good)
-            lp, std_map = lp.subset(good), std_map.subset(good)
-
-    report = log.report()
-    if on_invalid == "raise" and len(report):
-        first = log.first_error()
-        more = len(report) - 1
-        if more:
-            first = InverseInputError(first.file, first.reason + f" ({more} more invalid observation(s); "
-                                      "on_invalid='report' drops them and lists each in a report)", first.row, first.id)
-        raise first
+        X_std, basis = _reject_bad_decisions(observations, lps, X, tol)  # steps 5 and 6
+    accepted = observations.require_some()
+    report = _raise_or_report(log, on_invalid)
+    lps = lps.restrict(accepted)
+    rows = observations.table.loc[accepted]
     problem = InverseProblem(
-        ids=np.asarray([ids[k] for k in keep], dtype=object), feature_names=tuple(feature_names), Z=Z[keep],
-        decision_names=tuple(decision_names), X_orig=None if X is None else X[keep], constraints=original, lp=lp,
-        X_std=X_std, std_map=std_map, basis=basis,
+        ids=np.asarray(rows[ID].tolist(), dtype=object), feature_names=tuple(feature_names),
+        Z=Z[rows["features_row"].to_numpy()], decision_names=tuple(decision_names),
+        X_orig=None if X is None else X[rows["decisions_row"].to_numpy()], constraints=lps.original, lp=lps.lp,
+        X_std=X_std, std_map=lps.std_map, basis=basis,
     )
     return problem, report
 

@@ -8,6 +8,7 @@ from collections import OrderedDict
 import numpy as np
 import scipy.linalg
 
+from ..checks import first_non_finite
 from .batch import as_lp_batch
 from .errors import BasisError
 from .highs import basis_matrices, checked_inverse
@@ -24,9 +25,9 @@ def check_feasible(A, b, X, tol: float = 1e-7) -> None:
     X = np.asarray(X, dtype=float)
     if X.ndim != 2 or X.shape != (batch.n_samples, batch.n):
         raise BasisError(-1, f"X must be ({batch.n_samples}, {batch.n}); got shape {X.shape}")
-    bad = np.flatnonzero(~np.isfinite(X).all(axis=1))
-    if bad.size:
-        raise BasisError(int(bad[0]), "x* has a NaN or infinite entry")
+    where = first_non_finite(X)
+    if where is not None:
+        raise BasisError(where[0], f"x* has a non-finite (NaN or infinite) entry ({X[where]}) in column {where[1]}")
     scale = np.maximum(1.0, np.maximum(np.abs(X).max(axis=1), np.abs(batch.b_stack()).max(axis=1)))
     residual = np.abs(np.einsum("tmn,tn->tm", batch.A_stack(), X) - batch.b_stack()).max(axis=1)
     bad = np.flatnonzero(residual > tol * scale)

@@ -6,11 +6,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..checks import as_float_array, check_finite
 from .errors import LPInputError
 
 
+class ConstraintShape:
+    """m (rows) and n (columns) of constraint matrices A, (m, n) shared or (T, m, n) per sample."""
+
+    A: np.ndarray
+
+    @property
+    def m(self) -> int:
+        return self.A.shape[-2]
+
+    @property
+    def n(self) -> int:
+        return self.A.shape[-1]
+
+
 @dataclass(frozen=True)
-class LPBatch:
+class LPBatch(ConstraintShape):
     """A validated batch of T standard-form LPs.
 
     A is (m, n) when the constraints are shared by every sample, else (T, m, n);
@@ -29,14 +44,6 @@ class LPBatch:
     @property
     def shared_b(self) -> bool:
         return self.b.ndim == 1
-
-    @property
-    def m(self) -> int:
-        return self.A.shape[-2]
-
-    @property
-    def n(self) -> int:
-        return self.A.shape[-1]
 
     def A_of(self, t: int) -> np.ndarray:
         """Constraint matrix of sample t, (m, n)."""
@@ -59,26 +66,6 @@ class LPBatch:
         return self.b
 
 
-def _as_float(name: str, value) -> np.ndarray:
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise LPInputError(f"{name} must be a numeric array: {exc}") from exc
-    return arr
-
-
-def _check_finite(name: str, arr: np.ndarray, per_sample: bool) -> None:
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        where = np.argwhere(bad)[0]
-        if per_sample:
-            raise LPInputError(
-                f"{name} has a non-finite entry ({arr[tuple(where)]}) in sample {where[0]} "
-                f"at index {tuple(int(i) for i in where[1:])}"
-            )
-        raise LPInputError(f"{name} has a non-finite entry ({arr[tuple(where)]}) at index {tuple(int(i) for i in where)}")
-
-
 def as_lp_batch(A, b, C=None, n_samples: int | None = None, check_rank: bool = False) -> LPBatch:
     """Validate shapes and finiteness and return an :class:`LPBatch`.
 
@@ -89,8 +76,8 @@ def as_lp_batch(A, b, C=None, n_samples: int | None = None, check_rank: bool = F
         n_samples: T when neither A, b nor C carries it.
         check_rank: also require every A to have full row rank m (needed for bases).
     """
-    A = _as_float("A", A)
-    b = _as_float("b", b)
+    A = as_float_array("A", A, LPInputError)
+    b = as_float_array("b", b, LPInputError)
     if A.ndim not in (2, 3):
         raise LPInputError(f"A must be (m, n) or (T, m, n); got shape {A.shape}")
     if b.ndim not in (1, 2):
@@ -108,7 +95,7 @@ def as_lp_batch(A, b, C=None, n_samples: int | None = None, check_rank: bool = F
     if b.ndim == 2:
         counts["b"] = b.shape[0]
     if C is not None:
-        C = _as_float("C", C)
+        C = as_float_array("C", C, LPInputError)
         if C.ndim == 1:
             C = C[None, :]
         if C.ndim != 2 or C.shape[1] != n:
@@ -121,10 +108,10 @@ def as_lp_batch(A, b, C=None, n_samples: int | None = None, check_rank: bool = F
     T = next(iter(counts.values())) if counts else 1
     if T == 0:
         raise LPInputError("the batch is empty (0 samples)")
-    _check_finite("A", A, A.ndim == 3)
-    _check_finite("b", b, b.ndim == 2)
+    check_finite("A", A, per_sample=A.ndim == 3, error=LPInputError)
+    check_finite("b", b, per_sample=b.ndim == 2, error=LPInputError)
     if C is not None:
-        _check_finite("C", C, True)
+        check_finite("C", C, per_sample=True, error=LPInputError)
     if check_rank:
         ranks = np.linalg.matrix_rank(A if A.ndim == 3 else A[None])
         deficient = np.flatnonzero(np.atleast_1d(ranks) < m)

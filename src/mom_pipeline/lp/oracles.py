@@ -17,21 +17,14 @@ from functools import cached_property
 
 import numpy as np
 
+from ..checks import finite_samples
 from .errors import LPInputError
 from .highs import LPSolution
 
 
 def _check_costs(C, n: int) -> np.ndarray:
-    """C as a finite (T, n) float array (the oracles' constraints are valid by construction)."""
-    C = np.asarray(C, dtype=float)
-    if C.ndim == 1:
-        C = C[None, :]
-    if C.ndim != 2 or C.shape[1] != n or C.shape[0] == 0:
-        raise LPInputError(f"C must be (T, {n}) with T >= 1; got shape {C.shape}")
-    bad = np.flatnonzero(~np.isfinite(C).all(axis=1))
-    if bad.size:
-        raise LPInputError(f"C has a non-finite entry in sample {bad[0]}")
-    return C
+    """C as a finite (T, n) float array, T >= 1 (the oracles' constraints are valid by construction)."""
+    return finite_samples("C", C, n_columns=n, min_samples=1, one_sample_as_row=True, error=LPInputError)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .bases import basis_from_solution
-from .batch import as_lp_batch
+from .batch import ConstraintShape, as_lp_batch
 from .errors import LPInputError
 from .highs import LPSolution, solve_lp_batch
 from .oracles import FractionalKnapsack, GridShortestPath
@@ -16,7 +16,7 @@ SOLVE_METHODS = ("auto", "oracle", "highs")
 
 
 @dataclass(frozen=True, eq=False)
-class StandardFormLP:
+class StandardFormLP(ConstraintShape):
     """Constraints A x = b, x >= 0 shared by (A: (m, n), b: (m,)) or per sample
     (A: (T, m, n), b: (T, m)), optionally with a known structure that has an oracle."""
 
@@ -33,14 +33,6 @@ class StandardFormLP:
     def from_structure(cls, structure: GridShortestPath | FractionalKnapsack) -> "StandardFormLP":
         A, b = structure.constraints()
         return cls(A=A, b=b, structure=structure)
-
-    @property
-    def m(self) -> int:
-        return self.A.shape[-2]
-
-    @property
-    def n(self) -> int:
-        return self.A.shape[-1]
 
     def solve(self, C, method: str = "auto", need_basis: bool = True) -> LPSolution:
         """Solve min c_t'x for every row of C (T, n): the oracle when one exists, else HiGHS.

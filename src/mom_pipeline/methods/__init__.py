@@ -7,23 +7,23 @@ Every method is a scikit-learn-style estimator (`CostModel`): hyperparameters in
 Training needs only the observed optimal solutions X* (inverse LP works) for
 MOM, KernelMOM, OnlineMOM, Perceptron, FTRLMOM and SuboptimalityOGD; it needs the true
 costs C for OLS, Ridge, RandomForest, SPOPlus and the kernel ridges (``needs_costs``).
+`registry.METHODS` is the one list of methods.
 """
 
 from .base import CostModel, LinearCostModel, MissingCostsError, NotFittedError, check_features, resolve_lp
-from .baselines import OLS, KernelRidgeCost, PolyKernelRidge, RandomForest, RbfKernelRidge, Ridge, SPOPlus
+from .baselines import OLS, KernelRidgeCost, RandomForest, Ridge, SPOPlus
 from .kernels import KernelFeatures, KernelMOM
 from .mom import MOM
-from .online import FTRLMOM, OnlineMOM, Perceptron, SuboptimalityOGD
+from .ftrl import FTRLMOM
+from .online import OnlineMOM, Perceptron, SuboptimalityOGD
+from .registry import METHODS, MethodEntry, method_entry
 from .tuning import TuningResult, grid_search, validation_split
-
-NEEDS_ONLY_X_STAR = ("MOM", "KernelMOM", "OnlineMOM", "Perceptron", "FTRLMOM", "SuboptimalityOGD")
-NEEDS_COSTS = ("OLS", "Ridge", "RandomForest", "SPOPlus", "KernelRidgeCost", "PolyKernelRidge", "RbfKernelRidge")
 
 __all__ = [
     "FTRLMOM",
     "MOM",
-    "NEEDS_COSTS",
-    "NEEDS_ONLY_X_STAR",
+    "METHODS",
+    "MethodEntry",
     "OLS",
     "CostModel",
     "KernelFeatures",
@@ -34,15 +34,14 @@ __all__ = [
     "NotFittedError",
     "OnlineMOM",
     "Perceptron",
-    "PolyKernelRidge",
     "RandomForest",
-    "RbfKernelRidge",
     "Ridge",
     "SPOPlus",
     "SuboptimalityOGD",
     "TuningResult",
     "check_features",
     "grid_search",
+    "method_entry",
     "resolve_lp",
     "validation_split",
 ]

@@ -17,6 +17,7 @@ from typing import ClassVar
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from ..checks import finite_samples
 from ..lp import LPSolution, StandardFormLP
 
 
@@ -40,37 +41,20 @@ def resolve_lp(A=None, b=None, lp: StandardFormLP | None = None) -> StandardForm
 
 
 def check_features(Z, n_samples: int | None = None, name: str = "Z") -> np.ndarray:
-    """Z as a finite (T, d) float array; errors name the first bad sample."""
-    Z = np.asarray(Z, dtype=float)
-    if Z.ndim != 2:
-        raise ValueError(f"{name} must be (T, d); got shape {Z.shape}")
-    if Z.shape[0] == 0:
-        raise ValueError(f"{name} is empty (0 samples)")
-    if n_samples is not None and Z.shape[0] != n_samples:
-        raise ValueError(f"{name} has {Z.shape[0]} samples but the other inputs have {n_samples}")
-    bad = np.flatnonzero(~np.isfinite(Z).all(axis=1))
-    if bad.size:
-        raise ValueError(f"{name}: sample {bad[0]} has a NaN or infinite feature")
-    return Z
+    """Z as a finite (T, d) float array with T >= 1; errors name the first bad sample."""
+    return finite_samples(name, Z, n_samples=n_samples, min_samples=1, shape_hint=" (one row of features per sample)")
 
 
 def check_samples(name: str, values, n_samples: int, n: int) -> np.ndarray:
     """`values` as a finite (n_samples, n) float array (costs C or solutions X*); errors name
     the first bad sample."""
-    values = np.asarray(values, dtype=float)
-    if values.shape != (n_samples, n):
-        raise ValueError(f"{name} must be ({n_samples}, {n}) to match Z and the LP; got shape {values.shape}")
-    bad = np.flatnonzero(~np.isfinite(values).all(axis=1))
-    if bad.size:
-        raise ValueError(f"{name}: sample {bad[0]} has a NaN or infinite entry")
-    return values
+    return finite_samples(name, values, n_samples=n_samples, n_columns=n, shape_hint=" to match Z and the LP")
 
 
 class CostModel(BaseEstimator):
     """Base class: subclasses implement `fit` and `predict_cost`."""
 
     needs_costs: ClassVar[bool] = False
-    name: ClassVar[str] = "base"
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
         raise NotImplementedError

@@ -7,8 +7,7 @@ solving the LP with the predicted costs (`CostModel.decide`).
 * `OLS`, `Ridge`: linear c_hat = Theta z with Theta (n, d), no intercept (z carries a
   constant feature).
 * `RandomForest`: scikit-learn's multi-output RandomForestRegressor.
-* `KernelRidgeCost` (and the fixed-kernel `PolyKernelRidge`, `RbfKernelRidge`): kernel
-  ridge regression with the paper's kernel conventions.
+* `KernelRidgeCost`: kernel ridge regression with the paper's kernel conventions.
 * `SPOPlus`: linear c_hat = Theta z trained on the SPO+ surrogate loss of Elmachtoub and
   Grigas by mini-batch stochastic subgradient descent, one batched LP solve per step.
 
@@ -92,7 +91,6 @@ class _LinearBaseline(_RegressionBaseline):
 class OLS(_LinearBaseline):
     """Least squares  min_Theta sum_t ||Theta z_t - c_t||^2  without intercept."""
 
-    name: ClassVar[str] = "OLS"
 
     def _regressor(self):
         return LinearRegression(fit_intercept=False)
@@ -107,7 +105,6 @@ class Ridge(_LinearBaseline):
     a constant feature, whose coefficient is penalized like the others.
     """
 
-    name: ClassVar[str] = "Ridge"
 
     def __init__(self, lam: float = 1.0):
         self.lam = lam
@@ -119,7 +116,6 @@ class Ridge(_LinearBaseline):
 class RandomForest(_RegressionBaseline):
     """scikit-learn's RandomForestRegressor fitted on all n outputs at once (multi-output)."""
 
-    name: ClassVar[str] = "RF"
 
     def __init__(self, n_estimators: int = 100, max_depth: int | None = None, min_samples_leaf: int = 1,
                  random_state: int = 0, n_jobs: int = 1):
@@ -144,13 +140,12 @@ class KernelRidgeCost(_RegressionBaseline):
 
     * ``"poly"``: (z.z'/gamma + 1)^degree  -> sklearn kernel="poly", gamma=1/gamma, coef0=1;
     * ``"rbf"``:  exp(-||z - z'||^2 / gamma) -> sklearn kernel="rbf", gamma=1/gamma
-      (the paper's squared norm; the released code used the unsquared norm, see NOTES).
+      (the paper's squared norm; the released code used the unsquared norm; docs/paper_notes.md).
 
     scikit-learn's ``gamma`` is therefore the INVERSE of the ``gamma`` here. ``degree`` is
     ignored by the RBF kernel.
     """
 
-    name: ClassVar[str] = "KernelRidge"
 
     def __init__(self, kernel: str = "poly", lam: float = 1.0, degree: int = 2, gamma: float = 1.0):
         self.kernel = kernel
@@ -167,24 +162,6 @@ class KernelRidgeCost(_RegressionBaseline):
             return KernelRidge(alpha=float(self.lam), kernel="poly", gamma=1.0 / self.gamma, coef0=1.0,
                                degree=int(self.degree))
         return KernelRidge(alpha=float(self.lam), kernel="rbf", gamma=1.0 / self.gamma)
-
-
-class PolyKernelRidge(KernelRidgeCost):
-    """`KernelRidgeCost` with the polynomial kernel (z.z'/gamma + 1)^degree."""
-
-    name: ClassVar[str] = "PolyRidge"
-
-    def __init__(self, lam: float = 1.0, degree: int = 2, gamma: float = 1.0):
-        super().__init__(kernel="poly", lam=lam, degree=degree, gamma=gamma)
-
-
-class RbfKernelRidge(KernelRidgeCost):
-    """`KernelRidgeCost` with the RBF kernel exp(-||z - z'||^2 / gamma)."""
-
-    name: ClassVar[str] = "RbfRidge"
-
-    def __init__(self, lam: float = 1.0, gamma: float = 1.0):
-        super().__init__(kernel="rbf", lam=lam, degree=2, gamma=gamma)
 
 
 # ----------------------------------------------------------------------------- SPO+
@@ -214,7 +191,7 @@ class SPOPlus(LinearCostModel):
 
     Minimizes (1/B) sum_{t in batch} SPO+(Theta z_t, c_t) + (lam/2)||Theta||_F^2 by
     mini-batch stochastic subgradient descent from Theta = 0 with step
-    step_size / sqrt(k + 1) at step k (as the released code, NOTES). The subgradient of a
+    step_size / sqrt(k + 1) at step k (as the released code; docs/paper_notes.md). The subgradient of a
     batch is the mean over the batch of 2 (x*_t - x_tilde_t) z_t' plus lam Theta, where
     x_tilde_t solves the LP with 2 c_hat_t - c_t; the B oracle calls of a step are ONE
     batched `lp.solve`. X* is taken from the argument when given, else solved once from C.
@@ -231,7 +208,6 @@ class SPOPlus(LinearCostModel):
     """
 
     needs_costs: ClassVar[bool] = True
-    name: ClassVar[str] = "SPO+"
 
     def __init__(self, lam: float = 1e-3, step_size: float = 0.1, batch_size: int = 5, n_steps: int = 2000,
                  n_epochs: int | None = None, random_state: int = 0):
@@ -331,5 +307,3 @@ def _spo_plus_lockstep(models: list[SPOPlus], Z, C, X_star, lp: StandardFormLP, 
         model.loss_history_ = history[:, i].copy()
         model.n_oracle_calls_ = n_oracle_calls + len(history)
 
-
-BASELINES = {cls.name: cls for cls in (OLS, Ridge, RandomForest, SPOPlus, PolyKernelRidge, RbfKernelRidge)}

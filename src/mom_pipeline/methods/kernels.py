@@ -160,10 +160,6 @@ class KernelMOM(CostModel):
         self.radius = radius
         self.normalize = normalize
 
-    @property
-    def name(self) -> str:
-        return "PolyMOM" if self.kernel == "poly" else "RbfMOM"
-
     def _features(self) -> KernelFeatures:
         return KernelFeatures(kernel=self.kernel, degree=self.degree, gamma=self.gamma, n_components=self.n_components,
                               random_state=self.random_state, rbf_norm=self.rbf_norm, feature_map=self.feature_map,

@@ -48,7 +48,6 @@ class MOM(LinearCostModel):
     """
 
     needs_costs: ClassVar[bool] = False
-    name: ClassVar[str] = "MOM"
 
     def __init__(self, lam: float = 1e-2, solver: str = "auto", formulation: str = "basis",
                  radius: float | None = None, tol: float = 1e-8):

@@ -1,5 +1,5 @@
 """Online algorithms of the paper: online MOM (Algorithm 2), the optimality-driven perceptron
-(Algorithm 3), follow-the-regularized-leader MOM (Algorithm 4), and the suboptimality-loss
+(Algorithm 3), follow-the-regularized-leader MOM (Algorithm 4, in `ftrl.py`), and the suboptimality-loss
 online gradient descent of the inverse-optimization literature (Barmann et al. 2018, Chen and
 Kilinc-Karzan 2020; the paper's section "Discussions"), which suffers from scale inconsistency.
 
@@ -212,7 +212,6 @@ class OnlineMOM(_OnlinePass):
         progress: show a tqdm progress bar.
     """
 
-    name: ClassVar[str] = "MOM-OGD"
 
     def __init__(self, step_size: float = 0.1, radius: float | None = None, step_schedule: str = "constant",
                  use_average: bool = False, progress: bool = False):
@@ -257,7 +256,6 @@ class Perceptron(_OnlinePass):
         progress: show a tqdm progress bar.
     """
 
-    name: ClassVar[str] = "Perceptron"
 
     def __init__(self, threshold: float = 0.5, use_average: bool = False, progress: bool = False):
         self.threshold = threshold
@@ -317,7 +315,6 @@ class SuboptimalityOGD(_OnlinePass):
         use_average, progress: as in `OnlineMOM`.
     """
 
-    name: ClassVar[str] = "Suboptimality-OGD"
 
     def __init__(self, step_size: float = 0.1, radius: float | None = None, step_schedule: str = "constant",
                  init: str = "random", init_scale: float = 1.0, random_state=0, use_average: bool = False,
@@ -362,106 +359,4 @@ class SuboptimalityOGD(_OnlinePass):
             theta = project_frobenius(theta - etas[t] * np.outer(X_star[t] - decisions[t], z), self.radius)
             path.push(t, theta)
         self._record(path, decisions, X_star, lp, C, regret_scale)
-        return self
-
-
-class FTRLMOM(_OnlinePass):
-    """Follow-the-regularized-leader MOM, the paper's Algorithm 4.
-
-    Theta_1 = 0; after playing x_t, Theta_{t+1} = the MOM optimum (problem (3)) on samples 1..t
-    with lam_t = 1/sqrt(t) (capped at ``max_lambda`` when given).
-
-    Exactness: with ``refit_every=1`` every Theta_{t+1} is the MOM optimum on samples 1..t (up to
-    the solver's tolerance), i.e. exact FTRL. Even when Theta_t already satisfies the new sample
-    with margin >= 1, the optimum moves (lam_t and the 1/t weight both change), so no refit is
-    skipped as "unchanged"; instead each refit is warm-started from Theta_t, which makes it cheap
-    (the working-set solver of `mom_solve.solve_hinge_qp` then usually needs one or two restricted QPs).
-    With ``refit_every=k > 1`` (the released code's speed-up) the first ``dense_steps`` steps refit
-    every time and later steps only when t is a multiple of k, and at the last step; in between
-    Theta stays at the last optimum (a stale leader: an approximation of Algorithm 4).
-
-    Args:
-        refit_every: re-solve every k steps after the first ``dense_steps``.
-        dense_steps: the number of initial steps that always refit.
-        warm_start: start each refit from the previous Theta ("fast" solver only).
-        solver: "fast" (exact working-set method, `mom_solve.solve_hinge_qp`) or "cvxpy" (the MOM
-            estimator's vectorized cvxpy reference, from scratch at each refit; slow, for checks).
-        max_lambda: cap on lam_t = 1/sqrt(t) (None: no cap).
-        radius: the radius of K = {||Theta||_F <= radius}; None = R^{n x d}.
-        warm_band: with a warm start, rows whose margin under Theta_t is within this of 1 start in
-            the solver's working set. It changes the speed, not the result (the solver's
-            termination test is exact): at the previous optimum the rows on the margin are exactly
-            at 1, so a thin band suffices (0.02: 1000 knapsack steps in about 4 s; the solver's
-            default 0.5 takes about 90 s).
-        use_average, progress: as in `OnlineMOM`.
-    After fit, besides the common state: ``refit_steps_`` (1-based t whose update re-solved),
-    ``lambdas_`` (T,) lam_t, ``solve_info_`` (list of the solver's info dicts, one per refit).
-    """
-
-    name: ClassVar[str] = "MOM-FTRL"
-
-    def __init__(self, refit_every: int = 1, dense_steps: int = 100, warm_start: bool = True, solver: str = "fast",
-                 max_lambda: float | None = None, radius: float | None = None, warm_band: float = 0.02,
-                 use_average: bool = False, progress: bool = False):
-        self.refit_every = refit_every
-        self.dense_steps = dense_steps
-        self.warm_start = warm_start
-        self.solver = solver
-        self.max_lambda = max_lambda
-        self.radius = radius
-        self.warm_band = warm_band
-        self.use_average = use_average
-        self.progress = progress
-
-    def _check(self) -> None:
-        if int(self.refit_every) != self.refit_every or self.refit_every < 1:
-            raise ValueError(f"refit_every must be a positive integer; got {self.refit_every!r}")
-        if int(self.dense_steps) != self.dense_steps or self.dense_steps < 0:
-            raise ValueError(f"dense_steps must be a non-negative integer; got {self.dense_steps!r}")
-        if self.solver not in ("fast", "cvxpy"):
-            raise ValueError(f"solver must be 'fast' or 'cvxpy'; got {self.solver!r}")
-        if self.max_lambda is not None and not self.max_lambda > 0:
-            raise ValueError(f"max_lambda must be positive or None; got {self.max_lambda!r}")
-        if not self.warm_band > 0:
-            raise ValueError(f"warm_band must be positive; got {self.warm_band!r}")
-
-    def lambdas(self, n_steps: int) -> np.ndarray:
-        """(n_steps,) lam_t = 1/sqrt(t), t = 1..T, capped at max_lambda."""
-        lam = 1.0 / np.sqrt(np.arange(1, n_steps + 1))
-        return lam if self.max_lambda is None else np.minimum(lam, self.max_lambda)
-
-    def _refits(self, n_steps: int) -> np.ndarray:
-        """(T,) bool: whether the update after step t (1-based t = index + 1) re-solves."""
-        t = np.arange(1, n_steps + 1)
-        refit = (t <= self.dense_steps) | (t % self.refit_every == 0)
-        refit[-1] = True  # coef_ is the MOM optimum on all T samples
-        return refit
-
-    def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None, regret_scale: str = "l2"):
-        self._check()
-        Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C, regret_scale)
-        from .mom_solve import solve_hinge_qp, solve_mom  # the offline estimator's solvers
-
-        T, d = Z.shape
-        lambdas = self.lambdas(T)
-        refits = self._refits(T)
-        theta = np.zeros((lp.n, d))
-        path = _IteratePath(theta, T)
-        info = []
-        for t in self._progress(T):
-            path.predict(t, theta, Z[t])
-            if refits[t]:
-                if self.solver == "fast":
-                    w0 = theta.ravel() if self.warm_start and t > 0 else None
-                    theta, step_info = solve_hinge_qp(M[: t + 1], Z[: t + 1], lambdas[t], radius=self.radius, w0=w0,
-                                                      **({} if w0 is None else {"band": self.warm_band}))
-                else:
-                    theta, step_info = solve_mom(M[: t + 1], Z[: t + 1], lambdas[t], radius=self.radius,
-                                                 solver="cvxpy")
-                info.append(step_info)
-            path.push(t, theta)
-        self.refit_steps_ = np.flatnonzero(refits) + 1
-        self.lambdas_ = lambdas
-        self.solve_info_ = info
-        self._record(path, None, X_star, lp, C, regret_scale)
         return self

@@ -20,16 +20,6 @@ from ..lp import StandardFormLP
 from ..metrics import per_sample_metrics
 from .base import CostModel, check_features
 
-#: Regularization constants 1e-6 .. 1e2 (paper, appendix).
-LAMBDA_GRID = np.logspace(-6, 2, 9)
-#: Step sizes 1e-3 .. 1e1 (paper, appendix).
-STEP_GRID = np.logspace(-3, 1, 5)
-#: Projection radii as multiples of a reference norm, 0.8 .. 2.0 (paper, appendix).
-RADIUS_FACTORS = np.linspace(0.8, 2.0, 7)
-#: Kernel degrees and scales gamma of the kernel methods (paper, appendix).
-KERNEL_DEGREES = [1, 2, 3, 4]
-KERNEL_GAMMAS = [0.1, 0.5, 1, 2, 3, 4, 5]
-
 ON_ERROR = ("raise", "nan")
 
 
@@ -169,12 +159,13 @@ def grid_search(make_model: Callable[..., CostModel], grid: dict[str, list], Z, 
                         train_idx=train_idx, val_idx=val_idx)
 
 
-def radius_grid(V_or_norm, factors=RADIUS_FACTORS) -> np.ndarray:
+def radius_grid(V_or_norm, factors) -> np.ndarray:
     """Projection radii factors * ||V||_F: the paper's ORACLE choice.
 
     The paper tunes the radius of MOM-OGD's projection over 0.8 .. 2.0 times the Frobenius
     norm of the ground-truth coefficient matrix V, a quantity no learner observes. Pass V
-    (any shape) or its norm directly (a scalar).
+    (any shape) or its norm directly (a scalar); the factors come from the experiment's
+    `radius_factors` (the YAML parameters are the only source of grids).
     """
     value = np.asarray(V_or_norm, dtype=float)
     norm = float(value) if value.ndim == 0 else float(np.linalg.norm(value))
@@ -184,7 +175,7 @@ def radius_grid(V_or_norm, factors=RADIUS_FACTORS) -> np.ndarray:
 
 
 def data_driven_radius_grid(make_reference: Callable[[], CostModel], Z, X_star=None, *, lp: StandardFormLP,
-                            basis=None, C=None, factors=RADIUS_FACTORS) -> np.ndarray:
+                            factors, basis=None, C=None) -> np.ndarray:
     """Projection radii factors * ||Theta_ref||_F from a reference model fitted on the data.
 
     A learner-side replacement of `radius_grid`'s oracle ||V||_F: fit the unconstrained

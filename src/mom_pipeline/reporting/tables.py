@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..metrics import normalized_regret_by
+
 KEYS = ["experiment", "setting", "setting_value", "method"]
 
 
@@ -33,10 +35,8 @@ def summary_table(evaluation: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFram
         mean_relative_loss=("relative_loss", "mean"),
         mean_relative_loss_released=("relative_loss_released", "mean"),
         exact_rate=("exact", "mean"),
-        sum_regret=("regret", "sum"),
-        sum_abs_optimal=("optimal_value", lambda v: np.abs(v).sum()),
     )
-    per_sample["normalized_regret"] = per_sample.pop("sum_regret") / per_sample.pop("sum_abs_optimal")
+    per_sample["normalized_regret"] = normalized_regret_by(evaluation, KEYS)
     per_trial = trials.groupby(KEYS, sort=False).agg(
         trial_median=("mean_relative_loss", "median"),
         trial_q25=("mean_relative_loss", _q(0.25)),
@@ -69,7 +69,7 @@ def summary_markdown(summary: pd.DataFrame, title: str, notes: str = "") -> str:
     if "relative_loss_released" in summary and summary["experiment"].str.len().gt(0).all():
         lines += ["`mean_relative_loss_released` in the CSV is the quantity the authors' released code "
                   "computed for shortest path (regret times the sum of 1/c_j over the optimal path; "
-                  "see NOTES.md, the metric slip), kept for comparison with the published figures.", ""]
+                  "see docs/paper_notes.md), kept for comparison with the published figures.", ""]
     return "\n".join(lines)
 
 
@@ -87,3 +87,16 @@ def online_summary(online: pd.DataFrame) -> pd.DataFrame:
     ).reset_index()
     out["ci95_halfwidth"] = 1.96 * out.pop("final_cumulative_regret_sd") / np.sqrt(out["n_trials"])
     return out
+
+
+def online_markdown(summary: pd.DataFrame, title: str, excluded: tuple[str, ...] = ()) -> str:
+    """A markdown report of `online_summary`; `excluded`: methods the curves figure leaves out."""
+    lines = [f"# {title}", "", "| method | final cumulative regret (mean ± 95% CI) | mistakes | final ||Theta||_F "
+             "| seconds per trial |", "|---|---|---|---|---|"]
+    for _, r in summary.iterrows():
+        lines.append(f"| {r['method']} | {r['final_cumulative_regret']:.4g} ± {r['ci95_halfwidth']:.2g} | "
+                     f"{r['final_mistakes']:.1f} | {r['final_theta_norm']:.3g} | {r['seconds']:.3g} |")
+    if excluded:
+        lines += ["", f"The curves figure leaves out {', '.join(excluded)} (as the paper does: its regret grows "
+                  "linearly and would flatten the other curves); the table and the plotly figure include it."]
+    return "\n".join(lines) + "\n"

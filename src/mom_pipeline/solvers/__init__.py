@@ -8,7 +8,8 @@
 """
 
 from .clarabel_qp import ball_block, solve_clarabel
-from .hinge_working_set import HingeRowOperator, solve_working_set
+from .hinge_rows import HingeRowOperator
+from .hinge_working_set import solve_working_set
 from .interior_point import box_qp, hinge_qp_ipm
 from .policy import newton_system, restricted_qp_method
 

@@ -1,21 +1,18 @@
 """Warm start of the hinge QP: the hinge smoothed to a Huber loss, minimized by Newton's
 method with exact line search over a decreasing sequence of widths.
 
-The rows enter only through a row operator (see `hinge_working_set.HingeRowOperator`)."""
+The rows enter only through a row operator (`hinge_rows.HingeRowOperator`)."""
 
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg
 
+from .hinge_rows import HingeRowOperator
 from .policy import newton_system
-
-if TYPE_CHECKING:
-    from .hinge_working_set import HingeRowOperator
 
 
 def solve_positive(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:

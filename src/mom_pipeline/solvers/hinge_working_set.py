@@ -23,32 +23,16 @@ With a ball constraint only step 3 runs.
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import clarabel
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
 from .clarabel_qp import ball_block, solve_clarabel
+from .hinge_rows import HingeRowOperator
 from .hinge_newton import smoothed_hinge_start
 from .interior_point import box_qp, hinge_qp_ipm
 from .policy import restricted_qp_method
-
-
-class HingeRowOperator(Protocol):
-    """Products with the hinge rows H (n_rows x n_vars) without forming H."""
-
-    n_vars: int
-    n_rows: int
-
-    def margins(self, w: np.ndarray) -> np.ndarray: """H w, (n_rows,)."""
-    def weighted_sum(self, alpha: np.ndarray) -> np.ndarray: """H' alpha, (n_vars,)."""
-    def gram(self, index: np.ndarray) -> np.ndarray: """H[index] H[index]', dense."""
-    def margins_of(self, index: np.ndarray, w: np.ndarray) -> np.ndarray: """H[index] w."""
-    def weighted_sum_of(self, index: np.ndarray, beta: np.ndarray) -> np.ndarray: """H[index]' beta."""
-    def dense_rows(self, index: np.ndarray) -> np.ndarray: """H[index], dense."""
-    def rows(self, index: np.ndarray) -> sp.csr_matrix: """H[index], sparse."""
 
 
 def restricted_qp(rows: HingeRowOperator, lam: float, weight: float, working: np.ndarray, linear: np.ndarray,

@@ -1,5 +1,6 @@
 """The inverse, prescribe and inverse_example pipelines through a KedroSession."""
 
+import contextlib
 
 import numpy as np
 import pandas as pd
@@ -16,8 +17,10 @@ def _latest(folder):
 
 
 def _run(project, pipeline, **runtime):
+    """Run in the project folder, as `kedro run` does (messages show paths relative to it)."""
     bootstrap_project(project)
-    with KedroSession.create(project_path=project, env="smoke", runtime_params=runtime or None) as session:
+    with contextlib.chdir(project), KedroSession.create(project_path=project, env="smoke",
+                                                        runtime_params=runtime or None) as session:
         session.run(pipeline_name=pipeline)
 
 
@@ -54,7 +57,8 @@ def test_user_data_with_a_bad_row_is_reported_not_dropped_silently(project_copy)
     _run(project_copy, "prescribe")
     rejections = pd.read_csv(_latest(project_copy / "data" / "08_reporting" / "inverse" / "rejections.csv"))
     assert sorted(rejections["id"]) == sorted([tables["features"]["id"][7], tables["decisions"]["id"][11]])
-    assert set(rejections["file"]) <= {"features", "decisions"} and rejections["reason"].str.len().gt(0).all()
+    assert set(rejections["file"]) == {"data/01_raw/inverse/features.csv", "data/01_raw/inverse/decisions.csv"}
+    assert rejections["reason"].str.len().gt(0).all()
     recovery = pd.read_csv(_latest(project_copy / "data" / "08_reporting" / "inverse" / "recovery.csv"))
     assert recovery["observations"].iloc[0] == 58
     assert (project_copy / "data" / "07_model_output" / "inverse" / "prescriptions.csv").is_dir()
@@ -66,3 +70,78 @@ def test_raise_mode_names_file_and_row(project_copy):
     _user_tables(project_copy, corrupt)
     with pytest.raises(InverseInputError, match=r"features.*row 4|row 4.*features"):
         _run(project_copy, "inverse", inverse={"on_invalid": "raise"})
+
+
+def _prescriptions(project):
+    return pd.read_csv(_latest(project / "data" / "07_model_output" / "inverse" / "prescriptions.csv"),
+                       dtype={"id": str})
+
+
+def _rewrite(project, name, table):
+    table.to_csv(project / "data" / "01_raw" / "inverse" / f"{name}.csv", index=False)
+
+
+def test_prescribe_matches_new_context_columns_by_name(project_copy):
+    """Issue 12 item 1: reordered columns give the same routes; a missing, renamed or
+    unknown column is an error naming it and the file."""
+    tables = _user_tables(project_copy)
+    _run(project_copy, "inverse")
+    _run(project_copy, "prescribe")
+    in_order = _prescriptions(project_copy)
+    contexts = tables["new_contexts"]
+    _rewrite(project_copy, "new_contexts", contexts[["id"] + list(contexts.columns[:0:-1])])  # features reversed
+    _run(project_copy, "prescribe")
+    pd.testing.assert_frame_equal(_prescriptions(project_copy), in_order)
+    path = "data/01_raw/inverse/new_contexts.csv"
+    for changed, named in ((contexts.rename(columns={"rain_mm": "rain"}), r"rain_mm.*rain"),
+                           (contexts.drop(columns="weekend"), "weekend"),
+                           (contexts.assign(humidity=0.5), "humidity")):
+        _rewrite(project_copy, "new_contexts", changed)
+        with pytest.raises(InverseInputError, match=named) as raised:
+            _run(project_copy, "prescribe")
+        assert path in str(raised.value)
+
+
+def test_prescribe_refuses_a_model_fitted_on_another_problem(project_copy):
+    """Issue 12 item 3: a failed inverse run leaves problem.pkl newer than model.pkl."""
+    tables = _user_tables(project_copy)
+    _run(project_copy, "inverse")
+    _rewrite(project_copy, "features", tables["features"].iloc[:-5])  # another training set
+    with pytest.raises(Exception, match="lam"):  # fails in training, after problem.pkl was saved
+        _run(project_copy, "inverse", inverse={"model": {"lam": -1.0}})
+    with pytest.raises(InverseInputError, match="fitted on another problem"):
+        _run(project_copy, "prescribe")
+
+
+def test_prescribe_refuses_changed_constraints(project_copy):
+    """Issue 12 item 8: constraints changed between inverse and prescribe -> another LP."""
+    tables = _user_tables(project_copy)
+    _run(project_copy, "inverse")
+    extra = pd.DataFrame({"id": ["*", "*"], "kind": ["ub", "ub"], "row": [0, 0], "col": [0, 1], "value": [1.0, 1.0]})
+    _rewrite(project_copy, "constraints", pd.concat([tables["constraints"], extra], ignore_index=True))
+    _rewrite(project_copy, "rhs", pd.concat([tables["rhs"], pd.DataFrame(
+        {"id": ["*"], "kind": ["ub"], "row": [0], "rhs": [1.0]})], ignore_index=True))
+    with pytest.raises(InverseInputError, match="fitted on another LP"):
+        _run(project_copy, "prescribe")
+
+
+def test_messages_name_file_paths_and_ids_stay_text(project_copy):
+    """Issue 12 item 8: messages and the rejection report name file paths; zero-padded ids
+    (0000) stay text in every file."""
+    def corrupt(tables):
+        for name in ("features", "decisions"):
+            tables[name]["id"] = [f"{t:04d}" for t in range(len(tables[name]))]
+        tables["new_contexts"]["id"] = [f"{t:04d}" for t in range(len(tables["new_contexts"]))]
+        tables["features"].loc[7, "rain_mm"] = np.nan
+    tables = _user_tables(project_copy, corrupt)
+    _run(project_copy, "inverse")
+    rejections = pd.read_csv(_latest(project_copy / "data" / "08_reporting" / "inverse" / "rejections.csv"),
+                             dtype={"id": str})
+    assert rejections[["id", "file", "row"]].values.tolist() == [["0007", "data/01_raw/inverse/features.csv", 7]]
+    _run(project_copy, "prescribe")
+    assert _prescriptions(project_copy)["id"].tolist() == tables["new_contexts"]["id"].tolist()
+    contexts = tables["new_contexts"]
+    contexts.loc[2, "hour_sin"] = np.inf
+    _rewrite(project_copy, "new_contexts", contexts)
+    with pytest.raises(InverseInputError, match=r"data/01_raw/inverse/new_contexts.csv', row 2, id '0002'"):
+        _run(project_copy, "prescribe")

@@ -9,8 +9,11 @@ import numpy as np
 import pandas as pd
 
 from mom_pipeline.inverse import InverseProblem, make_example_dataset, prescribe, validate_inverse_problem
+from mom_pipeline.inverse.prescription import prescription_problem, record_fit
 from mom_pipeline.methods.base import CostModel
 from mom_pipeline.methods.mom import MOM
+
+from .datasets import file_names
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +34,7 @@ def make_example(example: dict) -> tuple[pd.DataFrame, ...]:
 def validate_inputs(features: pd.DataFrame, decisions: pd.DataFrame, constraints: pd.DataFrame, rhs: pd.DataFrame,
                     bounds: pd.DataFrame, inverse: dict) -> tuple[InverseProblem, pd.DataFrame]:
     """Validated standard-form problem and the rejection report (id, file, row, reason)."""
-    files = dict(inverse.get("files", {}))
+    files = file_names(features=features, decisions=decisions, constraints=constraints, rhs=rhs, bounds=bounds)
     problem, rejections = validate_inverse_problem(
         features, decisions, constraints, rhs, bounds if len(bounds) else None, file_names=files,
         **_options(inverse))
@@ -50,7 +53,8 @@ def train_inverse_model(problem: InverseProblem, inverse: dict) -> CostModel:
     model.fit(problem.Z, problem.X_std, lp=problem.lp, basis=problem.basis)
     log.info("inverse: MOM (%s formulation) fitted on %d observations in %.2f s", model.formulation,
              problem.n_samples, time.perf_counter() - started)
-    return model
+    return record_fit(model, problem, add_intercept=bool(inverse.get("add_intercept")),
+                      all_columns=inverse.get("feature_columns") is None)
 
 
 def coefficients_table(model: CostModel, problem: InverseProblem) -> pd.DataFrame:
@@ -75,10 +79,9 @@ def training_report(model: CostModel, problem: InverseProblem) -> tuple[pd.DataF
 
 def prescribe_new(model: CostModel, new_contexts: pd.DataFrame, constraints: pd.DataFrame, rhs: pd.DataFrame,
                   bounds: pd.DataFrame, problem: InverseProblem, inverse: dict) -> pd.DataFrame:
-    """Decisions for new contexts (same constraint tables, shared or with rows for the new ids)."""
-    options = _options(inverse)
-    options.pop("decision_columns", None)
-    options["on_invalid"] = "raise"  # a context we cannot prescribe for is an error, not a silent drop
-    new_problem, _ = validate_inverse_problem(new_contexts, None, constraints, rhs, bounds if len(bounds) else None,
-                                              n_variables=problem.X_orig.shape[1], **options)
+    """Decisions for new contexts (same constraint tables, shared or with rows for the new ids),
+    refused when the model was fitted on another problem or LP, or the columns do not match."""
+    files = file_names(features=new_contexts, constraints=constraints, rhs=rhs, bounds=bounds)
+    new_problem = prescription_problem(model, problem, new_contexts, constraints, rhs, bounds if len(bounds) else None,
+                                       drop_implied=bool(inverse.get("drop_implied")), file_names=files)
     return prescribe(model, new_problem)

@@ -9,7 +9,7 @@ from mom_pipeline.experiments import ExperimentSpec, TrialData, TrialSolutions, 
 from mom_pipeline.experiments.online import run_online_trial
 from mom_pipeline.experiments.compute import ComputeConfig, map_trials
 from mom_pipeline.experiments.identity import check_generated, check_same_trial
-from mom_pipeline.reporting import online_summary, regret_curve_figure, regret_curve_plotly
+from mom_pipeline.reporting import online_markdown, online_summary, regret_curve_figure, regret_curve_plotly
 
 
 def run_online(problem_data: list[TrialData], solutions: list[TrialSolutions], experiment: ExperimentSpec,
@@ -30,15 +30,8 @@ def report_online(online_steps: pd.DataFrame, experiment: ExperimentSpec):
     summary = online_summary(online_steps)
     exclude = spec.curves_exclude
     title = f"Figure {spec.figure}: online {spec.problem.replace('_', ' ')}, {spec.trials} trials"
-    lines = [f"# {title}", "", "| method | final cumulative regret (mean ± 95% CI) | mistakes | final ||Theta||_F "
-             "| seconds per trial |", "|---|---|---|---|---|"]
-    for _, r in summary.iterrows():
-        lines.append(f"| {r['method']} | {r['final_cumulative_regret']:.4g} ± {r['ci95_halfwidth']:.2g} | "
-                     f"{r['final_mistakes']:.1f} | {r['final_theta_norm']:.3g} | {r['seconds']:.3g} |")
-    if exclude:
-        lines += ["", f"The curves figure leaves out {', '.join(exclude)} (as the paper does: its regret grows "
-                  "linearly and would flatten the other curves); the table and the plotly figure include it."]
+    markdown = online_markdown(summary, title, exclude)
     figure = regret_curve_figure(online_steps, title, exclude=exclude)
     plotly_figure = regret_curve_plotly(online_steps, title)
     plt.close(figure)
-    return summary, "\n".join(lines) + "\n", figure, plotly_figure
+    return summary, markdown, figure, plotly_figure

@@ -1,0 +1,50 @@
+"""The dataset of the inverse pipelines' input tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from kedro_datasets.pandas import CSVDataset
+
+from mom_pipeline.inverse.schema import ID
+
+FILEPATH = "filepath"
+
+
+class InputTableDataset(CSVDataset):
+    """A CSV input table (features, decisions, constraints, rhs, bounds, new contexts).
+
+    Two differences from pandas.CSVDataset: the ``id`` column is read as text (``0000``
+    stays ``0000`` in every file, rather than the number 0 in some), and the loaded table
+    remembers its file in ``table.attrs["filepath"]`` (relative to the working directory
+    when inside it), so that validation messages and the rejection report name the file.
+    """
+
+    def __init__(self, *, filepath: str, load_args: dict | None = None, **kwargs):
+        load_args = dict(load_args or {})
+        dtype = load_args.get("dtype")
+        if dtype is None or isinstance(dtype, dict):
+            load_args["dtype"] = {ID: str, **(dtype or {})}
+        super().__init__(filepath=filepath, load_args=load_args, **kwargs)
+
+    def load(self) -> pd.DataFrame:
+        table = super().load()
+        table.attrs[FILEPATH] = shown_path(self._get_load_path(), self._protocol)
+        return table
+
+
+def shown_path(path, protocol: str = "file") -> str:
+    """A file path as a user reads it: relative to the working directory when inside it."""
+    if protocol != "file":
+        return f"{protocol}://{path}"
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def file_names(**tables) -> dict:
+    """{table name: the file it was loaded from} for tables loaded by InputTableDataset
+    (other tables keep their name)."""
+    return {name: table.attrs.get(FILEPATH, name) for name, table in tables.items() if isinstance(table, pd.DataFrame)}

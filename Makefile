@@ -9,7 +9,7 @@ export KEDRO_DISABLE_TELEMETRY := true
 export DO_NOT_TRACK := 1
 export MPLBACKEND := Agg
 
-.PHONY: run test bench bench-methods bench-inverse bench-experiments install viz clean-venv
+.PHONY: run test bench bench-methods bench-inverse bench-experiments install viz clean-venv clean-data data-size
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,3 +56,12 @@ viz: $(STAMP)
 
 clean-venv:
 	rm -rf $(VENV)
+
+# Disk: keep the newest KEEP versions of every dataset under data/ and the model files they
+# list (docs/runs_and_storage.md); data-size prints the size per experiment and in total.
+KEEP ?= 3
+clean-data: $(STAMP)
+	$(BIN)/python -m mom_pipeline.data_cleanup --keep $(KEEP)
+
+data-size: $(STAMP)
+	$(BIN)/python -m mom_pipeline.data_cleanup --report

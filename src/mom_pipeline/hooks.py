@@ -28,6 +28,15 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+def _plain(value):
+    """Parameters as YAML can write them (Kedro hands typed specs over as Pydantic models)."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
 class RunReportHooks:
     """Times every node (logged as it finishes) and writes
     data/08_reporting/run_reports/<timestamp>.md: parameters, package versions, timings."""
@@ -62,7 +71,7 @@ class RunReportHooks:
             parameters = catalog.load("parameters")
         except Exception:  # noqa: BLE001 - the report is best effort, never fails a run
             parameters = {}
-        used = {fig: parameters[fig] for fig in figures if fig in parameters}
+        used = {fig: _plain(parameters[fig]) for fig in figures if fig in parameters}
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H.%M.%SZ")
         total = time.perf_counter() - self._run_started
         lines = [f"# Run report {stamp}", "",

@@ -38,9 +38,10 @@ def online_template() -> Pipeline:
 
 def figure_pipeline(figure: str) -> Pipeline:
     """The template under the namespace `figure`: datasets `<figure>.<name>`, parameters
-    `params:<figure>.experiment`; ``params:compute`` is shared by every figure."""
+    `params:<figure>.experiment`; ``params:compute`` and ``params:storage`` are shared by every figure."""
     template = online_template() if figure in ONLINE_FIGURES else experiment_template()
-    return Pipeline(template, namespace=figure, parameters={"params:compute": "params:compute"})
+    shared = {"params:compute", "params:storage"} & template.inputs()
+    return Pipeline(template, namespace=figure, parameters={name: name for name in shared})
 
 
 def register_pipelines() -> dict[str, Pipeline]:

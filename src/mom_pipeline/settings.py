@@ -30,5 +30,6 @@ CONFIG_LOADER_ARGS = {
 }
 
 from mom_pipeline.hooks import RunReportHooks  # noqa: E402
+from mom_pipeline.runtime_params import RuntimeParameterHooks  # noqa: E402
 
-HOOKS = (RunReportHooks(),)
+HOOKS = (RunReportHooks(), RuntimeParameterHooks())

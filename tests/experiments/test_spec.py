@@ -18,11 +18,11 @@ def test_seeds_are_per_cell_and_stable():
 
 @pytest.mark.parametrize("change, message", [
     ({"problem": "tsp"}, "unknown problem"),
-    ({"sweep": {"param": "grid", "values": [1]}}, "cannot sweep"),
-    ({"sweep": {"param": "degree", "values": []}}, "empty"),
+    ({"sweep": {"param": "grid", "values": [1]}}, "sweep.param"),
+    ({"sweep": {"param": "degree", "values": []}}, "sweep.values"),
     ({"trials": 0}, "trials"),
     ({"basis_mode": "magic"}, "basis_mode"),
-    ({"fixed": {"n_train": 10, "n_test": 5, "bogus": 1}}, "unknown shortest_path settings"),
+    ({"fixed": {"n_train": 10, "n_test": 5, "bogus": 1}}, "shortest_path settings: unknown parameter 'bogus'"),
     ({"fixed": {"degree": 2, "n_train": 1, "n_test": 1}}, "both swept and fixed"),
 ])
 def test_bad_specs_are_named(change, message):
@@ -33,5 +33,50 @@ def test_bad_specs_are_named(change, message):
 def test_missing_key_is_named():
     params = dict(BASE)
     del params["seed"]
-    with pytest.raises(SpecError, match="'seed'"):
+    with pytest.raises(SpecError, match="seed: Field required"):
         parse_spec(params)
+
+
+# Issue 12, items 4 and 9: parameter mistakes are errors that name the parameter.
+@pytest.mark.parametrize("change, message", [
+    ({"trails": 1}, r"unknown parameter 'trails' \(did you mean 'trials'\?\)"),
+    ({"trials": 1.7}, "trials"),
+    ({"trials": "abc"}, "trials"),
+    ({"seed": -1}, "seed"),
+    ({"fixed": {"n_train": 10, "n_test": 0}}, "n_test must be >= 1"),
+    ({"fixed": {"n_train": 10.5, "n_test": 5}}, "n_train must be an integer"),
+    ({"sweep": {"param": "degree", "values": [1, 2.5]}}, "degree must be an integer"),
+    ({"sweep": {"param": "degree", "valeus": [1]}}, "did you mean 'values'"),
+    ({"methods": {"M": {"estimator": "MOMM"}}}, r"unknown estimator 'MOMM' \(did you mean 'MOM'\?\)"),
+    ({"methods": {"M": {"estimator": "MOM", "grid": {"lamb": [1.0]}}}}, r"no hyperparameter 'lamb' \(did you mean 'lam'\?\)"),
+    ({"methods": {"M": {"estimator": "MOM", "gird": {"lam": [1.0]}}}}, "did you mean 'grid'"),
+])
+def test_parameter_mistakes_are_named(change, message):
+    with pytest.raises(SpecError, match=message):
+        parse_spec({**BASE, **change})
+
+
+def test_online_experiments_may_have_no_test_samples():
+    spec = parse_spec({**BASE, "mode": "online", "fixed": {"n_train": 10, "n_test": 0}})
+    assert spec.setting_kwargs(0)["n_test"] == 0
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"backend": "spark"}, "backend"), ({"n_jobs": 1.5}, "n_jobs"), ({"n_jobs": 0}, "n_jobs"),
+    ({"backnd": "loky"}, "did you mean 'backend'"), ({"backend": "dask"}, "dask_address"),
+])
+def test_compute_mistakes_are_named(params, message):
+    from mom_pipeline.experiments.compute import ComputeConfig
+
+    with pytest.raises(ValueError, match=message):
+        ComputeConfig.from_params(params)
+
+
+def test_storage_mistakes_are_named():
+    from mom_pipeline.experiments.compute import StorageConfig
+
+    assert StorageConfig.from_params(None).keep_models == "light"
+    with pytest.raises(ValueError, match="keep_models"):
+        StorageConfig.from_params({"keep_models": "some"})
+    with pytest.raises(ValueError, match="did you mean 'keep_models'"):
+        StorageConfig.from_params({"keep_model": "all"})

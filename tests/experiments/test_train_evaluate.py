@@ -5,7 +5,8 @@ import pytest
 
 from mom_pipeline.experiments import generate_experiment, parse_spec, solve_experiment
 from mom_pipeline.experiments.evaluate import evaluate_trial, trial_summary
-from mom_pipeline.experiments.train import SpecError, parse_methods, train_trial
+from mom_pipeline.experiments.identity import TrialMismatchError
+from mom_pipeline.experiments.train import SpecError, hyperparameter_rows, parse_methods, train_trial
 
 SPEC = {"name": "t", "problem": "shortest_path", "sweep": {"param": "degree", "values": [2]},
         "fixed": {"n_train": 40, "n_test": 20}, "trials": 2, "seed": 3,
@@ -25,23 +26,28 @@ def test_train_then_evaluate_and_refuse_models_of_other_data():
     assert len(table) == 3 * 20 and (table["regret"] >= -1e-9).all()
     assert set(trial_summary(table)["method"]) == set(trained)
     # models trained on trial 0 must not be evaluated as trial 1's
-    with pytest.raises(ValueError, match="trained on other data"):
+    with pytest.raises(TrialMismatchError, match="belong to other data"):
         evaluate_trial(spec, trials[1], solutions[1], trained)
+    # nor solutions of one trial with another's data (issue 12, item 2)
+    with pytest.raises(TrialMismatchError, match="solutions of setting 0, trial 1 belong to other data"):
+        train_trial(spec, trials[1], solutions[0])
 
 
 def test_method_config_errors():
+    # the spec refuses a bad method configuration when it is parsed, before any work
     bad = dict(SPEC, methods={"OLS": {"estimator": "OLS", "x_star_only": True}})
     with pytest.raises(SpecError, match="needs the costs"):
-        parse_methods(parse_spec(bad))
+        parse_spec(bad)
     bad = dict(SPEC, methods={"MOM": {"estimator": "MOM", "params": {"lam": 1.0}, "grid": {"lam": [1.0]}}})
     with pytest.raises(SpecError, match="both fixed"):
-        parse_methods(parse_spec(bad))
+        parse_spec(bad)
     bad = dict(SPEC, methods={"MOM": {"estimator": "MOM", "grid": {"alpha": [1.0]}}})
-    with pytest.raises(SpecError, match="no hyperparameters"):
-        parse_methods(parse_spec(bad))
+    with pytest.raises(SpecError, match="no hyperparameter 'alpha'"):
+        parse_spec(bad)
     bad = dict(SPEC, methods={"X": {"estimator": "Magic"}})
     with pytest.raises(SpecError, match="unknown estimator"):
-        parse_methods(parse_spec(bad))
+        parse_spec(bad)
+    assert [m.label for m in parse_methods(parse_spec(SPEC))] == list(SPEC["methods"])
     assert np.isfinite(parse_spec(SPEC).seed)
 
 
@@ -50,3 +56,19 @@ def test_a_method_set_to_null_is_left_out():
     assert [m.label for m in parse_methods(spec)] == ["MOM", "OLS"]
     with pytest.raises(SpecError, match="every method is set to null"):
         parse_methods(parse_spec(dict(SPEC, methods={"OLS": None})))
+
+
+def test_failed_grid_cells_are_logged_and_counted(caplog):
+    """Issue 12, item 4: a grid value that makes a fit fail is logged and counted."""
+    from mom_pipeline.experiments.train import log_failed_cells
+
+    spec = parse_spec(dict(SPEC, trials=1, methods={
+        "KRR": {"estimator": "KernelRidge", "params": {"kernel": "rbf"}, "grid": {"gamma": [0.0, 1.0]}}}))
+    trials = generate_experiment(spec)
+    solutions = solve_experiment(trials, "solver")
+    trained = train_trial(spec, trials[0], solutions[0])
+    with caplog.at_level("WARNING"):
+        log_failed_cells(spec, 0, 0, trained)
+    assert "KRR grid cell {'gamma': 0.0} failed" in caplog.text and "gamma must be positive" in caplog.text
+    (row,) = hyperparameter_rows(spec, 0, 2, 0, trained)
+    assert row["grid_cells"] == 2 and row["failed_cells"] == 1 and row["params"] == "gamma=1"

@@ -25,39 +25,55 @@ def _evaluation(project: Path) -> pd.DataFrame:
     return table.drop(columns="fit_seconds")  # wall-clock times differ from run to run
 
 
-def _command(checkpoints: Path) -> list[str]:
-    return [KEDRO, "run", "--env=smoke", "--pipeline=shortest_path", "--namespaces=fig1", "--params",
-            f"compute.checkpoint_dir={checkpoints},fig1.experiment.trials=6"]
+def _command(*params: str) -> list[str]:
+    return [KEDRO, "run", "--env=smoke", "--pipelines=shortest_path", "--namespaces=fig1", "--params",
+            ",".join(["fig1.experiment.trials=6", "compute.backend=loky", "compute.n_jobs=2", *params])]
 
 
 def test_sigkill_then_resume(project_copy):
-    checkpoints = project_copy / "checkpoints"
-    process = subprocess.Popen(_command(checkpoints), cwd=project_copy, env=ENV, stdout=subprocess.DEVNULL,
+    """Issue 12 item 10: a SIGKILL of the main process (loky workers) leaves no worker behind,
+    and the resumed run says on the console which trials it reuses."""
+    import psutil
+
+    trials = project_copy / "data" / "06_models" / "fig1" / "trials"
+    process = subprocess.Popen(_command(), cwd=project_copy, env=ENV, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True)
+    main = psutil.Process(process.pid)
+    workers: set = set()
     deadline = time.time() + 300
     while time.time() < deadline and process.poll() is None:
-        if len(list(checkpoints.glob("fig1/*.pkl"))) >= 2:
+        try:
+            workers |= set(main.children(recursive=True))
+        except psutil.Error:
+            pass
+        if len(list(trials.glob("*.pkl"))) >= 2:
             break
         time.sleep(0.02)
     assert process.poll() is None, "the run ended before it could be killed"
-    os.killpg(process.pid, signal.SIGKILL)
+    assert workers, "no worker process was seen"
+    os.kill(process.pid, signal.SIGKILL)  # the main process only, as an out-of-memory killer would
     process.wait()
-    finished = sorted(p.name for p in (checkpoints / "fig1").glob("*.pkl"))
+    gone, alive = psutil.wait_procs(list(workers), timeout=20)
+    assert not alive, f"workers outlived the main process: {alive}"
+    finished = sorted(p.name for p in trials.glob("*.pkl"))
     assert 2 <= len(finished) < 12  # killed mid-run: some trials finished, not all
     assert not (project_copy / "data" / "07_model_output" / "fig1").exists()  # nothing downstream written
 
-    resumed = subprocess.run(_command(checkpoints), cwd=project_copy, env=ENV, capture_output=True, text=True,
-                             timeout=600)
+    resumed = subprocess.run(_command(), cwd=project_copy, env=ENV, capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert (resumed.stdout + resumed.stderr).count("reusing finished trial") >= len(finished)
-    assert len(list((checkpoints / "fig1").glob("*.pkl"))) == 12  # 2 settings x 6 trials
+    assert len(list(trials.glob("*.pkl"))) == 12  # 2 settings x 6 trials
+    assert not list(trials.glob(".*.tmp"))
 
-    # the resumed run's numbers equal a fresh run's, sample for sample
+    # the resumed run's numbers equal a fresh run's, sample for sample (keep_models=all: other
+    # files, so nothing is reused; the stored forests' predictions are the same)
     resumed_table = _evaluation(project_copy)
-    fresh = subprocess.run(_command(project_copy / "fresh_checkpoints"), cwd=project_copy, env=ENV,
-                           capture_output=True, text=True, timeout=600)
-    assert fresh.returncode == 0
-    pd.testing.assert_frame_equal(resumed_table, _evaluation(project_copy))
+    fresh = subprocess.run(_command("storage.keep_models=all"), cwd=project_copy, env=ENV, capture_output=True,
+                           text=True, timeout=600)
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    assert "reusing finished trial" not in fresh.stdout + fresh.stderr
+    fresh_table = _evaluation(project_copy)
+    pd.testing.assert_frame_equal(resumed_table, fresh_table)
 
 
 def test_parallel_runner_equals_sequential_runner(project_copy):

@@ -6,42 +6,45 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field, StrictBool, StrictInt, model_validator
 
 from .progress import progress
+from .spec import SpecError, StrictModel
+from .storage import KEEP_MODELS
 
 log = logging.getLogger(__name__)
 
 BACKENDS = ("sequential", "loky", "dask")
 
 
-@dataclass(frozen=True)
-class ComputeConfig:
+class ComputeConfig(StrictModel):
     """backend: sequential | loky | dask; n_jobs: workers (-1: all cores);
-    dask_address: scheduler address such as tcp://127.0.0.1:8786 (dask only);
-    checkpoint_dir: where finished trials are kept so a killed run resumes (None: off)."""
+    dask_address: scheduler address such as tcp://127.0.0.1:8786 (dask only).
 
-    backend: str = "sequential"
-    n_jobs: int = 1
+    Kedro builds it from ``params:compute`` before any node runs, so a bad backend, worker
+    count or key stops the run at once, naming the parameter."""
+
+    where: ClassVar[str] = "compute"
+    backend: Literal[BACKENDS] = "sequential"
+    n_jobs: StrictInt = 1
     dask_address: str | None = None
-    checkpoint_dir: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.backend == "dask" and not self.dask_address:
+            raise SpecError("compute.backend 'dask' needs compute.dask_address (e.g. tcp://127.0.0.1:8786)")
+        if self.n_jobs == 0 or self.n_jobs < -1:
+            raise SpecError(f"compute.n_jobs must be a positive integer or -1; got {self.n_jobs!r}")
+        return self
 
     @classmethod
-    def from_params(cls, params: dict | None) -> "ComputeConfig":
-        params = dict(params or {})
-        unknown = set(params) - {"backend", "n_jobs", "dask_address", "checkpoint_dir"}
-        if unknown:
-            raise ValueError(f"compute: unknown keys {sorted(unknown)}; use backend, n_jobs, dask_address, "
-                             "checkpoint_dir")
-        config = cls(**params)
-        if config.backend not in BACKENDS:
-            raise ValueError(f"compute.backend must be one of {BACKENDS}; got {config.backend!r}")
-        if config.backend == "dask" and not config.dask_address:
-            raise ValueError("compute.backend 'dask' needs compute.dask_address (e.g. tcp://127.0.0.1:8786)")
-        if not isinstance(config.n_jobs, int) or config.n_jobs == 0 or config.n_jobs < -1:
-            raise ValueError(f"compute.n_jobs must be a positive integer or -1; got {config.n_jobs!r}")
-        return config
+    def from_params(cls, params: "dict | ComputeConfig | None") -> "ComputeConfig":
+        return params if isinstance(params, cls) else cls.model_validate(dict(params or {}))
 
     @property
     def parallel(self) -> bool:
@@ -52,10 +55,36 @@ class ComputeConfig:
         if not self.parallel:
             return 1
         if self.n_jobs == -1:
-            import os
-
             return 2 * (os.cpu_count() or 1)
         return 2 * self.n_jobs
+
+
+class StorageConfig(StrictModel):
+    """keep_models: none | light | all (experiments/storage.py); min_free_gb: a run stops
+    with a clear message before writing a trial that would leave less free disk than this;
+    resume: reuse the stored trials of earlier runs (false: train every trial again)."""
+
+    where: ClassVar[str] = "storage"
+    keep_models: Literal[KEEP_MODELS] = "light"
+    min_free_gb: Annotated[float, Field(ge=0)] = 0.5
+    resume: StrictBool = True
+
+    @classmethod
+    def from_params(cls, params: "dict | StorageConfig | None") -> "StorageConfig":
+        return params if isinstance(params, cls) else cls.model_validate(dict(params or {}))
+
+
+def _exit_with_parent(parent: int) -> None:
+    """loky worker initializer: exit when the main process is gone (even after a SIGKILL,
+    which gives it no chance to stop its workers); otherwise idle workers would linger."""
+    import threading
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 @contextlib.contextmanager
@@ -71,6 +100,8 @@ def _backend(config: ComputeConfig, **options):
             with joblib.parallel_config(backend="dask"):
                 yield joblib.Parallel(n_jobs=config.n_jobs, **options)
     else:
+        if config.backend == "loky":
+            options.update(initializer=_exit_with_parent, initargs=(os.getpid(),), idle_worker_timeout=60)
         yield joblib.Parallel(n_jobs=config.n_jobs, backend=config.backend, **options)
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 from ..lp import LPSolution
 from ..problems import Trial, generate_trial
 from .progress import progress
+from .identity import data_key, generation_key
 from .spec import ExperimentSpec
 
 log = logging.getLogger(__name__)
@@ -18,12 +19,17 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, eq=False)
 class TrialData:
-    """A generated trial of one setting: which setting and trial, and the Trial itself."""
+    """A generated trial of one setting: which setting and trial, and the Trial itself.
+
+    generation: hash of the inputs that generated it; key: hash of those inputs and of the
+    samples (`identity.data_key`): every later stage records the key of the data it used."""
 
     setting: int
     setting_value: object
     trial: int
     data: Trial
+    generation: str = ""
+    key: str = ""
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,6 +45,7 @@ class TrialSolutions:
     train: LPSolution
     test: LPSolution
     basis_mode: str
+    data_key: str = ""
 
 
 def generate_experiment(spec: ExperimentSpec) -> list[TrialData]:
@@ -47,7 +54,9 @@ def generate_experiment(spec: ExperimentSpec) -> list[TrialData]:
     for setting, trial in progress(spec.cells(), desc=f"{spec.name}: generate"):
         kwargs = spec.setting_kwargs(setting)
         data = generate_trial(spec.problem, **kwargs, seed=spec.trial_seed(setting, trial, stream=0))
-        out.append(TrialData(setting=setting, setting_value=spec.sweep_values[setting], trial=trial, data=data))
+        generation = generation_key(spec, setting, trial)
+        out.append(TrialData(setting=setting, setting_value=spec.sweep_values[setting], trial=trial, data=data,
+                             generation=generation, key=data_key(generation, data)))
     return out
 
 
@@ -58,7 +67,8 @@ def solve_trial(trial: TrialData, basis_mode: str) -> TrialSolutions:
     test = lp.solve(trial.data.test.C) if len(trial.data.test) else None
     if basis_mode == "support":
         train = LPSolution(x=train.x, objective=train.objective, basis=lp.basis_from_solution(train.x))
-    return TrialSolutions(setting=trial.setting, trial=trial.trial, train=train, test=test, basis_mode=basis_mode)
+    return TrialSolutions(setting=trial.setting, trial=trial.trial, train=train, test=test, basis_mode=basis_mode,
+                          data_key=trial.key)
 
 
 def solve_experiment(trials: list[TrialData], basis_mode: str, name: str = "") -> list[TrialSolutions]:

@@ -6,8 +6,9 @@ import pandas as pd
 
 from ..metrics import normalized_regret_by, per_sample_metrics
 from .data import TrialData, TrialSolutions
+from .identity import check_same_trial
 from .spec import ExperimentSpec
-from .train import TrainedMethod, trial_fingerprint
+from .train import TrainedMethod
 
 
 def evaluate_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolutions,
@@ -18,12 +19,9 @@ def evaluate_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolut
     decisions come from one batched solve of its predicted costs.
     """
     data = trial.data
-    expected = trial_fingerprint(trial)
-    stale = [label for label, tm in trained.items() if tm.trial_fingerprint != expected]
-    if stale:
-        raise ValueError(f"{spec.name}: the models {stale} of setting {trial.setting}, trial {trial.trial} were "
-                         "trained on other data than this run's trial (an older or concurrent run wrote them); "
-                         "rerun the training stage, and do not run two experiments on one data/ folder at once")
+    check_same_trial("solutions", solutions.data_key, trial, spec.name)
+    for label, tm in trained.items():
+        check_same_trial(f"models ({label})", tm.data_key, trial, spec.name)
     frames = []
     for label, tm in trained.items():
         C_hat = tm.model.predict_cost(data.test.Z)
@@ -36,6 +34,8 @@ def evaluate_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolut
         frame.insert(0, "setting", spec.sweep_param)
         frame.insert(0, "experiment", spec.name)
         frame["fit_seconds"] = tm.fit_seconds
+        frame["generation"] = trial.generation
+        frame["data_key"] = trial.key
         frames.append(frame)
     table = pd.concat(frames, ignore_index=True)
     table["exact"] = table["exact"].astype(bool)
@@ -46,6 +46,7 @@ def trial_summary(evaluation: pd.DataFrame) -> pd.DataFrame:
     """One row per (setting, trial, method): mean and median relative loss, normalized
     regret, exact rate, fit time."""
     keys = ["experiment", "setting", "setting_value", "trial", "method"]
+    keys += [c for c in ("generation", "data_key") if c in evaluation]
     grouped = evaluation.groupby(keys, sort=False)
     out = grouped.agg(
         mean_relative_loss=("relative_loss", "mean"),

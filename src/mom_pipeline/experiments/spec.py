@@ -1,37 +1,166 @@
-"""Experiment specs: parsed, validated parameters and the per-trial seeding."""
+"""Experiment specs: typed, strictly validated parameters and the per-trial seeding.
+
+An experiment's parameters (``<figure>.experiment`` in conf/*/parameters_<pipeline>.yml) are
+parsed once into an `ExperimentSpec`, a Pydantic model: Kedro validates every ``params:``
+node input against its type hint before any node runs, so a typo (``trails``), a fraction
+where an integer is meant (``trials=1.7``), an unknown estimator or hyperparameter, a
+negative seed or an empty test set stops the run before any data is generated, with a
+message that names the parameter (and, for an unknown key, the nearest valid one).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import difflib
+import inspect
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, model_validator
 
-from ..lp import BASIS_MODES
 from ..problems import GENERATORS
 
 SWEEPABLE = ("degree", "alpha_bar", "eps_bar", "eta_bar", "n_train")
+MODES = ("offline", "online")
+METHOD_KEYS = ("estimator", "params", "grid", "radius_factors", "x_star_only")
 
 
 class SpecError(ValueError):
     """An experiment's parameters are missing or invalid; the message names the key."""
 
 
-@dataclass(frozen=True)
-class ExperimentSpec:
-    """One paper experiment: a problem, one swept parameter, fixed settings, trials, seed."""
+def nearest(key: str, valid) -> str:
+    """' (did you mean X?)' for the closest valid key, or ''."""
+    match = difflib.get_close_matches(str(key), [str(v) for v in valid], n=1, cutoff=0.5)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+def reject_unknown(values: Any, valid, where: str) -> None:
+    """A SpecError naming the first key of `values` not in `valid` and its nearest valid key."""
+    if not isinstance(values, dict):
+        return
+    for key in values:
+        if key not in valid:
+            raise SpecError(f"{where}: unknown parameter {key!r}{nearest(key, valid)}; valid: {sorted(valid)}")
+
+
+class StrictModel(BaseModel):
+    """Frozen, no unknown keys: an unknown key is named with the nearest valid one."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    where: ClassVar[str] = "parameters"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unknown_keys(cls, values):
+        reject_unknown(values, cls.model_fields, cls.where)
+        return values
+
+
+class Sweep(StrictModel):
+    where: ClassVar[str] = "experiment.sweep"
+    param: Literal[SWEEPABLE]
+    values: Annotated[tuple[StrictInt | float, ...], Field(min_length=1)]
+
+
+class MethodConfig(StrictModel):
+    """One method of an experiment (see experiments/train.py for the meaning of each key)."""
+
+    where: ClassVar[str] = "experiment.methods.<label>"
+
+    label: str = ""
+    estimator: str
+    params: dict[str, Any] = {}
+    grid: dict[str, Annotated[list[Any], Field(min_length=1)]] = {}
+    radius_factors: tuple[float, ...] = ()
+    x_star_only: StrictBool = False
+
+    @model_validator(mode="after")
+    def _known_estimator_and_hyperparameters(self):
+        from ..methods.registry import METHODS
+
+        if self.estimator not in METHODS:
+            raise SpecError(f"method {self.label!r}: unknown estimator {self.estimator!r}"
+                            f"{nearest(self.estimator, METHODS)}; choose one of {sorted(METHODS)}")
+        cls = METHODS[self.estimator].cls
+        accepted = set(cls().get_params())
+        for name in [*self.params, *self.grid]:
+            if name not in accepted:
+                raise SpecError(f"method {self.label!r}: {self.estimator} has no hyperparameter {name!r}"
+                                f"{nearest(name, accepted)}; it accepts {sorted(accepted)}")
+        both = set(self.grid) & set(self.params)
+        if both:
+            raise SpecError(f"method {self.label!r}: {sorted(both)} both fixed (params) and tuned (grid)")
+        if self.radius_factors and "radius" not in accepted:
+            raise SpecError(f"method {self.label!r}: radius_factors but {self.estimator} has no radius parameter")
+        if self.x_star_only and cls.needs_costs:
+            raise SpecError(f"method {self.label!r}: {self.estimator} needs the costs c, so it cannot run from "
+                            "x* only (x_star_only)")
+        return self
+
+
+class ExperimentSpec(StrictModel):
+    """One paper experiment: a problem, one swept parameter, fixed settings, trials, seed.
+
+    mode: "offline" (train, then evaluate on test samples: n_test >= 1) or "online" (one
+    pass over the training stream, figure 5: n_test may be 0).
+    """
+
+    where: ClassVar[str] = "experiment"
 
     name: str
     problem: str
-    sweep_param: str
-    sweep_values: tuple
-    fixed: dict
-    trials: int
-    seed: int
-    basis_mode: str = "solver"
+    sweep: Sweep
+    fixed: dict[str, Any] = {}
+    trials: Annotated[StrictInt, Field(ge=1)]
+    seed: Annotated[StrictInt, Field(ge=0)]
+    basis_mode: Literal["solver", "support"] = "solver"
     figure: str = ""
-    methods: dict = field(default_factory=dict)
-    extra: dict = field(default_factory=dict)
+    mode: Literal[MODES] = "offline"
+    curves_exclude: tuple[str, ...] = ()
+    methods: dict[str, MethodConfig] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _label_methods(cls, values):
+        if isinstance(values, dict) and isinstance(values.get("methods"), dict):
+            values = dict(values)
+            # A method set to null is left out (an environment can drop a method of the base config).
+            kept = {label: cfg for label, cfg in values["methods"].items() if cfg is not None}
+            if values["methods"] and not kept:
+                raise SpecError(f"experiment {values.get('name')!r}: every method is set to null")
+            values["methods"] = {label: ({**cfg, "label": label} if isinstance(cfg, dict) and "label" not in cfg
+                                         else cfg) for label, cfg in kept.items()}
+        return values
+
+    @model_validator(mode="after")
+    def _settings(self):
+        if self.problem not in GENERATORS:
+            raise SpecError(f"experiment {self.name!r}: unknown problem {self.problem!r}"
+                            f"{nearest(self.problem, GENERATORS)}; choose one of {sorted(GENERATORS)}")
+        if self.sweep.param in self.fixed:
+            raise SpecError(f"experiment {self.name!r}: {self.sweep.param!r} is both swept and fixed")
+        signature = inspect.signature(GENERATORS[self.problem]).parameters
+        accepted = set(signature) - {"seed"}
+        reject_unknown(self.setting_kwargs(0), accepted, f"experiment {self.name!r}: {self.problem} settings")
+        integers = {k for k, p in signature.items() if p.annotation in (int, "int")}
+        for setting in range(self.n_settings):
+            for key, value in self.setting_kwargs(setting).items():
+                if key in integers and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+                    raise SpecError(f"experiment {self.name!r}: {key} must be an integer; got {value!r}")
+                minimum = {"n_train": 2, "n_test": 0 if self.mode == "online" else 1}.get(key)
+                if minimum is not None and value < minimum:
+                    raise SpecError(f"experiment {self.name!r}: {key} must be >= {minimum} in {self.mode} mode; "
+                                    f"got {value}")
+        return self
+
+    @property
+    def sweep_param(self) -> str:
+        return self.sweep.param
+
+    @property
+    def sweep_values(self) -> tuple:
+        return self.sweep.values
 
     @property
     def n_settings(self) -> int:
@@ -54,58 +183,29 @@ class ExperimentSpec:
         """All (setting, trial) pairs in a fixed order."""
         return [(s, t) for s in range(self.n_settings) for t in range(self.trials)]
 
+    def method_configs(self) -> list[MethodConfig]:
+        """The configured methods in order (an offline or online experiment needs at least one)."""
+        if not self.methods:
+            raise SpecError(f"experiment {self.name!r}: no methods configured")
+        return list(self.methods.values())
 
-def _require(params: dict, key: str, name: str):
-    if key not in params:
-        raise SpecError(f"experiment {name!r}: missing parameter {key!r}")
-    return params[key]
+
+def _message(error: ValidationError, name: str) -> str:
+    lines = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"])
+        text = item["msg"].removeprefix("Value error, ").removeprefix(f"experiment {name!r}: ")
+        lines.append(f"{where}: {text}" if where else text)
+    return f"experiment {name!r}: " + "; ".join(lines)
 
 
-def parse_spec(params: dict[str, Any]) -> ExperimentSpec:
-    """Validate an experiment's parameter dict (from conf/*/parameters_<pipeline>.yml)."""
+def parse_spec(params: dict[str, Any] | ExperimentSpec) -> ExperimentSpec:
+    """The typed spec of an experiment's parameter dict (a spec is returned as it is)."""
+    if isinstance(params, ExperimentSpec):
+        return params
     if not isinstance(params, dict):
         raise SpecError(f"experiment parameters must be a mapping; got {type(params).__name__}")
-    name = str(params.get("name", "experiment"))
-    problem = _require(params, "problem", name)
-    if problem not in GENERATORS:
-        raise SpecError(f"experiment {name!r}: unknown problem {problem!r}; choose one of {sorted(GENERATORS)}")
-    sweep = _require(params, "sweep", name)
-    if not isinstance(sweep, dict) or "param" not in sweep or "values" not in sweep:
-        raise SpecError(f"experiment {name!r}: sweep must be {{param: ..., values: [...]}}")
-    if sweep["param"] not in SWEEPABLE:
-        raise SpecError(f"experiment {name!r}: cannot sweep {sweep['param']!r}; choose one of {SWEEPABLE}")
-    values = tuple(sweep["values"])
-    if not values:
-        raise SpecError(f"experiment {name!r}: sweep values are empty")
-    fixed = dict(params.get("fixed", {}))
-    if sweep["param"] in fixed:
-        raise SpecError(f"experiment {name!r}: {sweep['param']!r} is both swept and fixed")
-    trials = int(_require(params, "trials", name))
-    if trials < 1:
-        raise SpecError(f"experiment {name!r}: trials must be >= 1; got {trials}")
-    seed = int(_require(params, "seed", name))
-    basis_mode = params.get("basis_mode", "solver")
-    if basis_mode not in BASIS_MODES:
-        raise SpecError(f"experiment {name!r}: basis_mode must be one of {BASIS_MODES}; got {basis_mode!r}")
-    known = {"name", "problem", "sweep", "fixed", "trials", "seed", "basis_mode", "figure", "methods"}
-    spec = ExperimentSpec(
-        name=name,
-        problem=problem,
-        sweep_param=sweep["param"],
-        sweep_values=values,
-        fixed=fixed,
-        trials=trials,
-        seed=seed,
-        basis_mode=basis_mode,
-        figure=str(params.get("figure", "")),
-        methods=dict(params.get("methods", {}) or {}),
-        extra={k: v for k, v in params.items() if k not in known},
-    )
-    # Fail early on generator arguments that do not exist.
-    import inspect
-
-    accepted = set(inspect.signature(GENERATORS[problem]).parameters) - {"seed"}
-    unknown = set(spec.setting_kwargs(0)) - accepted
-    if unknown:
-        raise SpecError(f"experiment {name!r}: unknown {problem} settings {sorted(unknown)}; accepted: {sorted(accepted)}")
-    return spec
+    try:
+        return ExperimentSpec.model_validate(params)
+    except ValidationError as error:
+        raise SpecError(_message(error, str(params.get("name", "experiment")))) from None

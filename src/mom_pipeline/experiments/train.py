@@ -18,10 +18,9 @@ configuration) is left out of that experiment.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -30,9 +29,10 @@ from ..methods.base import CostModel
 from ..methods.registry import UnknownMethodError, method_entry
 from ..methods.tuning import radius_grid
 from .data import TrialData, TrialSolutions
-from .checkpoint import CheckpointStore, trial_key
+from .identity import check_same_trial
 from .progress import progress_enabled
-from .spec import ExperimentSpec, SpecError
+from .spec import ExperimentSpec, MethodConfig, SpecError
+from .storage import StoredTrial, lighten
 
 log = logging.getLogger(__name__)
 
@@ -44,52 +44,9 @@ def estimator_class(name: str) -> type[CostModel]:
         raise SpecError(str(error)) from None
 
 
-@dataclass(frozen=True)
-class MethodConfig:
-    label: str
-    estimator: str
-    params: dict = field(default_factory=dict)
-    grid: dict = field(default_factory=dict)
-    radius_factors: tuple = ()
-    x_star_only: bool = False
-
-
 def parse_methods(spec: ExperimentSpec) -> list[MethodConfig]:
-    """Validated method configurations of an experiment, in the configured order."""
-    if not spec.methods:
-        raise SpecError(f"experiment {spec.name!r}: no methods configured")
-    out = []
-    for label, cfg in spec.methods.items():
-        if cfg is None:
-            continue  # left out here (see the module docstring)
-        if not isinstance(cfg, dict) or "estimator" not in cfg:
-            raise SpecError(f"experiment {spec.name!r}: method {label!r} needs an 'estimator'")
-        unknown = set(cfg) - {"estimator", "params", "grid", "radius_factors", "x_star_only"}
-        if unknown:
-            raise SpecError(f"experiment {spec.name!r}: method {label!r} has unknown keys {sorted(unknown)}")
-        cls = estimator_class(cfg["estimator"])
-        grid = {k: list(v) for k, v in (cfg.get("grid") or {}).items()}
-        params = dict(cfg.get("params") or {})
-        accepted = set(cls().get_params())
-        bad = (set(grid) | set(params)) - accepted
-        if bad:
-            raise SpecError(f"experiment {spec.name!r}: method {label!r}: {cfg['estimator']} has no "
-                            f"hyperparameters {sorted(bad)}; it accepts {sorted(accepted)}")
-        both = set(grid) & set(params)
-        if both:
-            raise SpecError(f"experiment {spec.name!r}: method {label!r}: {sorted(both)} both fixed (params) and tuned (grid)")
-        factors = tuple(float(f) for f in cfg.get("radius_factors") or ())
-        if factors and "radius" not in accepted:
-            raise SpecError(f"experiment {spec.name!r}: method {label!r}: radius_factors but no radius parameter")
-        x_star_only = bool(cfg.get("x_star_only", False))
-        if x_star_only and cls.needs_costs:
-            raise SpecError(f"experiment {spec.name!r}: method {label!r}: {cfg['estimator']} needs the costs c, "
-                            "so it cannot run from x* only")
-        out.append(MethodConfig(label=label, estimator=cfg["estimator"], params=params, grid=grid,
-                                radius_factors=factors, x_star_only=x_star_only))
-    if not out:
-        raise SpecError(f"experiment {spec.name!r}: every method is set to null")
-    return out
+    """The experiment's method configurations, in the configured order (validated by the spec)."""
+    return spec.method_configs()
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,15 +60,7 @@ class TrainedMethod:
     fit_seconds: float
     tuning_seconds: float
     tuning_scores: pd.DataFrame
-    trial_fingerprint: str = ""
-
-
-def trial_fingerprint(trial: TrialData) -> str:
-    """A hash of the trial's training data: evaluation checks that the models it loads were
-    trained on the trial it evaluates (and not, say, on another run's data)."""
-    digest = hashlib.sha1(np.ascontiguousarray(trial.data.train.Z).tobytes())
-    digest.update(np.ascontiguousarray(trial.data.train.C).tobytes())
-    return digest.hexdigest()
+    data_key: str = ""
 
 
 def _seed(spec: ExperimentSpec, setting: int, trial: int) -> int:
@@ -162,33 +111,42 @@ def train_method(spec: ExperimentSpec, config: MethodConfig, trial: TrialData, s
 
 def train_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolutions) -> dict[str, TrainedMethod]:
     """Every configured method on one trial."""
+    check_same_trial("solutions", solutions.data_key, trial, spec.name)
     started = time.perf_counter()
-    fingerprint = trial_fingerprint(trial)
-    out = {cfg.label: dataclasses.replace(train_method(spec, cfg, trial, solutions), trial_fingerprint=fingerprint)
+    out = {cfg.label: dataclasses.replace(train_method(spec, cfg, trial, solutions), data_key=trial.key)
            for cfg in parse_methods(spec)}
     log.info("%s: setting %s=%s trial %d trained %d methods in %.1f s", spec.name, spec.sweep_param,
              trial.setting_value, trial.trial, len(out), time.perf_counter() - started)
     return out
 
 
-def train_trial_resumable(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolutions,
-                          checkpoint_dir: str | None) -> dict[str, TrainedMethod]:
-    """`train_trial`, reusing the trial's checkpoint when a previous run finished it."""
-    store = CheckpointStore(checkpoint_dir)
-    key = trial_key(spec, trial.setting, trial.trial)
-    cached = store.load(key)
-    if cached is not None:
-        log.info("%s: reusing finished trial (setting %d, trial %d) from %s", spec.name, trial.setting, trial.trial,
-                 checkpoint_dir)
-        return cached
+def train_for_storage(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolutions, key: str,
+                      keep_models: str) -> StoredTrial:
+    """`train_trial`, reduced to what `keep_models` stores (in the worker: the full forests
+    never travel back to the main process)."""
     trained = train_trial(spec, trial, solutions)
-    store.save(key, trained)
-    return trained
+    methods = lighten(trained, trial, keep_models, spec.methods)
+    return StoredTrial(key=key, data_key=trial.key, setting=trial.setting, trial=trial.trial, methods=methods)
 
 
-def partition_key(setting: int, trial: int) -> str:
-    """Name of a trial's partition in partitioned datasets."""
-    return f"setting{setting:02d}_trial{trial:03d}"
+def failed_cells(trained: dict[str, TrainedMethod]) -> dict[str, pd.DataFrame]:
+    """Per method, the grid cells whose fit or decision raised (with their error)."""
+    out = {}
+    for label, tm in trained.items():
+        scores = tm.tuning_scores
+        if "error" in scores and scores["error"].notna().any():
+            out[label] = scores[scores["error"].notna()]
+    return out
+
+
+def log_failed_cells(spec: ExperimentSpec, setting: int, trial: int, trained: dict[str, TrainedMethod]) -> None:
+    """One warning per grid cell that failed (it is scored NaN and never chosen)."""
+    for label, cells in failed_cells(trained).items():
+        for _, row in cells.iterrows():
+            params = {k: v for k, v in row.items()
+                      if k not in ("mean_relative_loss", "exact_rate", "error", "fit_seconds")}
+            log.warning("%s: setting %d, trial %d: %s grid cell %s failed and is skipped: %s", spec.name, setting,
+                        trial, label, params, row["error"])
 
 
 def hyperparameter_rows(spec: ExperimentSpec, setting: int, setting_value, trial: int,
@@ -202,6 +160,9 @@ def hyperparameter_rows(spec: ExperimentSpec, setting: int, setting_value, trial
                          params=", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
                                           for k, v in sorted(tm.best_params.items())),
                          validation_relative_loss=float(np.nanmin(scores)) if scores.notna().any() else np.nan,
-                         grid_cells=len(tm.tuning_scores), fit_seconds=tm.fit_seconds,
+                         grid_cells=len(tm.tuning_scores),
+                         failed_cells=int(tm.tuning_scores["error"].notna().sum())
+                         if "error" in tm.tuning_scores else 0,
+                         fit_seconds=tm.fit_seconds,
                          tuning_seconds=tm.tuning_seconds))
     return rows

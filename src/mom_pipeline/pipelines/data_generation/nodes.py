@@ -7,14 +7,14 @@ import time
 
 import pandas as pd
 
-from mom_pipeline.experiments import TrialData, describe_trials, generate_experiment, parse_spec
+from mom_pipeline.experiments import ExperimentSpec, TrialData, describe_trials, generate_experiment, parse_spec
 
 log = logging.getLogger(__name__)
 
 
-def generate_data(experiment: dict) -> list[TrialData]:
+def generate_data(experiment: ExperimentSpec) -> list[TrialData]:
     """Generate every (setting, trial) of the experiment from its seed."""
-    spec = parse_spec(experiment)
+    spec = parse_spec(experiment)  # Kedro hands over the parsed spec: a no-op then
     start = time.perf_counter()
     trials = generate_experiment(spec)
     log.info("%s: generated %d trials in %.2f s", spec.name, len(trials), time.perf_counter() - start)

@@ -1,37 +1,40 @@
-"""Training nodes: one partition of fitted models per trial, written as soon as it is done."""
+"""Training node: a plan that trains every trial missing from the model store."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
 
-from mom_pipeline.experiments import TrialData, TrialSolutions, parse_spec
-from mom_pipeline.experiments.compute import ComputeConfig, imap_trials
-from mom_pipeline.experiments.train import TrainedMethod, parse_methods, partition_key, train_trial_resumable
+from mom_pipeline.experiments import ExperimentSpec, TrialData, TrialSolutions, parse_spec
+from mom_pipeline.experiments.compute import ComputeConfig, StorageConfig, imap_trials
+from mom_pipeline.experiments.identity import check_generated, check_same_trial, training_key
+from mom_pipeline.experiments.storage import TrainingPlan
+from mom_pipeline.experiments.train import log_failed_cells, train_for_storage
+
+log = logging.getLogger(__name__)
 
 
-def train_models(problem_data: list[TrialData], solutions: list[TrialSolutions], experiment: dict,
-                 compute: dict) -> dict[str, Callable[[], dict[str, TrainedMethod]]]:
-    """Train every method on every trial, lazily: the partitioned `models` dataset calls each
-    partition's function when it saves it (in key order), and trials stream from the configured
-    backend a few in flight at a time, so only a few trials' models are in memory at once.
-    Finished trials are checkpointed (compute.checkpoint_dir): a killed run resumes."""
-    spec = parse_spec(experiment)
-    parse_methods(spec)  # fail before any work on a bad method configuration
-    config = ComputeConfig.from_params(compute)
-    keys = [partition_key(t.setting, t.trial) for t in problem_data]
-    order = sorted(range(len(keys)), key=keys.__getitem__)
-    checkpoints = f"{config.checkpoint_dir}/{spec.name}" if config.checkpoint_dir else None
-    stream = imap_trials(train_trial_resumable, [(spec, problem_data[i], solutions[i], checkpoints) for i in order],
-                         config, desc=f"{spec.name}: train")
-    pending = iter(order)
-    finished: dict[str, dict[str, TrainedMethod]] = {}
+def train_models(problem_data: list[TrialData], solutions: list[TrialSolutions], experiment: ExperimentSpec,
+                 compute: ComputeConfig, storage: StorageConfig) -> TrainingPlan:
+    """Every method on every trial, lazily: the `models` dataset (datasets.TrialModelsDataset)
+    reuses the trials it already stores and calls `train` with the others; they stream from
+    the configured backend a few in flight at a time and each is written as soon as it is done.
 
-    def partition(key: str):
-        def compute_partition():
-            while key not in finished:
-                finished[keys[next(pending)]] = next(stream)
-            return finished.pop(key)
+    Before any work, the trials must be this run's parameters' (not an older run's
+    problem_data) and each trial's solutions must be solved from the same data."""
+    spec = parse_spec(experiment)  # Kedro hands over the parsed spec: a no-op then
+    compute, storage = ComputeConfig.from_params(compute), StorageConfig.from_params(storage)
+    check_generated(spec, problem_data)
+    by_cell = {}
+    for trial, solution in zip(problem_data, solutions, strict=True):
+        check_same_trial("solutions", solution.data_key, trial, spec.name)
+        by_cell[(trial.setting, trial.trial)] = (trial, solution)
+    keys = {cell: training_key(spec, by_cell[cell][0], storage.keep_models) for cell in sorted(by_cell)}
 
-        return compute_partition
+    def train(cells: list) -> object:
+        items = [(spec, *by_cell[cell], keys[cell], storage.keep_models) for cell in cells]
+        for stored in imap_trials(train_for_storage, items, compute, desc=f"{spec.name}: train"):
+            log_failed_cells(spec, stored.setting, stored.trial, stored.methods)
+            yield stored
 
-    return {key: partition(key) for key in keys}
+    return TrainingPlan(name=spec.name, keys=keys, train=train, keep_models=storage.keep_models,
+                        min_free_bytes=int(storage.min_free_gb * 1e9), resume=storage.resume)

@@ -1,0 +1,94 @@
+"""The fitted-models dataset: one file per trial, written once, and a versioned manifest.
+
+``{figure}.models`` in conf/base/catalog.yml. Saving takes a `TrainingPlan` (the training
+node's output): trials whose model file already exists and loads are reused (logged in the
+main process, so the line reaches the console with any backend), the others are trained and
+each is written atomically as soon as it is done (`experiments.storage.TrialStore`). The
+manifest ``models.json/<version>/models.json`` then lists this run's trials and their files;
+loading reads the manifest of a version and returns a `TrialModels` lookup. Files are named
+by content hash, so a failed or killed run never replaces a finished one: the previous
+manifest and its files stay complete.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from kedro.io.core import AbstractVersionedDataset, DatasetError, Version
+
+from mom_pipeline.experiments.storage import StoredTrial, TrainingPlan, TrialStore
+
+log = logging.getLogger(__name__)
+
+
+class TrialModels:
+    """The model files listed by one manifest: ``models.load(setting, trial)``."""
+
+    def __init__(self, directory: Path, manifest: dict, manifest_path: str):
+        self.directory = Path(directory)
+        self.manifest = manifest
+        self.manifest_path = manifest_path
+        self._keys = {(row["setting"], row["trial"]): row["key"] for row in manifest["trials"]}
+
+    def keys(self):
+        return self._keys.keys()
+
+    def load(self, setting: int, trial: int) -> StoredTrial:
+        if (setting, trial) not in self._keys:
+            raise DatasetError(f"{self.manifest_path} lists no models for setting {setting}, trial {trial}; rerun "
+                               "the training stage")
+        key = self._keys[(setting, trial)]
+        stored = TrialStore(self.directory).load(key)
+        if stored is None:
+            raise DatasetError(f"the models of setting {setting}, trial {trial} listed in {self.manifest_path} are "
+                               f"missing or unreadable at {self.directory / (key + '.pkl')}; rerun the training stage")
+        return stored
+
+
+class TrialModelsDataset(AbstractVersionedDataset[TrainingPlan, TrialModels]):
+    """filepath: the manifest (e.g. data/06_models/fig1/models.json); model files go to
+    ``trials/`` beside it."""
+
+    def __init__(self, filepath: str, version: Version | None = None, metadata: dict[str, Any] | None = None):
+        super().__init__(PurePosixPath(filepath), version)
+        self._trials = Path(filepath).parent / "trials"
+        self.metadata = metadata
+
+    def _describe(self) -> dict[str, Any]:
+        return {"filepath": str(self._filepath), "trials": str(self._trials), "version": self._version}
+
+    def save(self, data: TrainingPlan) -> None:
+        store = TrialStore(self._trials, data.min_free_bytes)
+        store.directory.mkdir(parents=True, exist_ok=True)
+        store.remove_stale_temporaries()
+        missing = []
+        for cell, key in data.keys.items():
+            if not data.resume or store.load(key) is None:
+                missing.append(cell)
+            else:
+                log.info("%s: reusing finished trial (setting %d, trial %d) from %s", data.name, *cell,
+                         store.path(key))
+        for stored in data.train(missing):
+            store.save(stored)
+        manifest = {"experiment": data.name, "keep_models": data.keep_models, "trials": [
+            {"setting": s, "trial": t, "key": key, "file": f"trials/{key}.pkl"} for (s, t), key in data.keys.items()]}
+        path = Path(self._get_save_path())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(manifest, indent=1))
+
+    def load(self) -> TrialModels:
+        path = Path(self._get_load_path())
+        try:
+            manifest = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise DatasetError(f"cannot read the models manifest {path}: {exc}; rerun the training stage") from exc
+        return TrialModels(self._trials, manifest, str(path))
+
+    def _exists(self) -> bool:
+        try:
+            return Path(self._get_load_path()).exists()
+        except DatasetError:
+            return False

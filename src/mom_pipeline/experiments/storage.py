@@ -1,0 +1,205 @@
+"""Where a trial's fitted models live: one file per trial, written once, atomically.
+
+A finished trial is stored as ``<directory>/<training key>.pkl`` (`identity.training_key`):
+the file is both the trial's model partition and its checkpoint. It is written to a
+temporary file first (named with the writer's process id) and renamed into place, so a file
+with a final name is always complete and a killed run loses nothing that was finished. Files
+are never overwritten by a different result (the key changes instead), so a run that fails
+half-way leaves the previous complete set untouched.
+
+What is stored per method depends on ``keep_models``:
+
+* ``all``: every fitted model as it is;
+* ``light`` (default): full models for every method except the random forest, whose fitted
+  trees dominate the disk (38 MB per figure-1 trial, 150 MB at T = 5000). For the forest the
+  trial keeps its predicted costs on the test samples (all that evaluation and the figures
+  read) and the recipe to refit it: the same estimator, hyperparameters and seed on the
+  same training samples rebuild the same forest (`StoredPredictions.refit`);
+* ``none``: the test predictions of every method only.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import joblib
+import numpy as np
+
+from .identity import array_digest
+
+log = logging.getLogger(__name__)
+
+KEEP_MODELS = ("none", "light", "all")
+#: Estimators whose fitted state is large and cheap to rebuild from the seed.
+HEAVY_ESTIMATORS = frozenset({"RandomForest"})
+
+
+class DiskFullError(OSError):
+    """The next trial would not fit on the disk (with the configured margin)."""
+
+
+@dataclass(frozen=True, eq=False)
+class StoredPredictions:
+    """A method stored without its fitted state: its predicted costs on the trial's test
+    samples and the recipe to refit it (estimator, hyperparameters including the seed)."""
+
+    estimator: str
+    params: dict
+    x_star_only: bool
+    test_digest: str
+    test_costs: np.ndarray
+    needs_costs: bool = True
+
+    def predict_cost(self, Z) -> np.ndarray:
+        """The stored predictions when `Z` is the trial's test features; otherwise refit first."""
+        if array_digest(np.asarray(Z, dtype=float)) != self.test_digest:
+            raise ValueError(f"this stored {self.estimator} keeps its predictions on the trial's test samples only "
+                             "(keep_models: light or none); rebuild the model with .refit(trial, solutions) to "
+                             "predict on other contexts, or rerun with storage.keep_models=all")
+        return self.test_costs.copy()
+
+    def refit(self, trial, solutions):
+        """The fitted model, rebuilt deterministically from the trial's training samples."""
+        from .train import estimator_class
+
+        data = trial.data
+        model = estimator_class(self.estimator)(**self.params)
+        basis = None if self.x_star_only else solutions.train.basis
+        return model.fit(data.train.Z, solutions.train.x, lp=data.lp, basis=basis,
+                         C=data.train.C if model.needs_costs else None)
+
+
+@dataclass(frozen=True, eq=False)
+class StoredTrial:
+    """What a trial's model file holds: its keys, and every method's `TrainedMethod`."""
+
+    key: str
+    data_key: str
+    setting: int
+    trial: int
+    methods: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False)
+class TrainingPlan:
+    """What the training node hands to the models dataset: the training key of every
+    (setting, trial), and `train(cells)`, which trains the given cells and yields their
+    `StoredTrial` in order as they finish (the dataset skips the cells already stored)."""
+
+    name: str
+    keys: dict
+    train: Callable[[list], Iterator[StoredTrial]]
+    keep_models: str = "light"
+    min_free_bytes: int = 0
+    resume: bool = True
+
+
+def lighten(methods: dict, trial, keep_models: str, configs: dict) -> dict:
+    """The methods as they are stored under `keep_models` (see the module docstring)."""
+    import dataclasses
+
+    if keep_models not in KEEP_MODELS:
+        raise ValueError(f"storage.keep_models must be one of {KEEP_MODELS}; got {keep_models!r}")
+    out = {}
+    Z = np.asarray(trial.data.test.Z, dtype=float)
+    for label, tm in methods.items():
+        light = keep_models == "none" or (keep_models == "light" and tm.estimator in HEAVY_ESTIMATORS)
+        if light:
+            stored = StoredPredictions(estimator=tm.estimator, params=tm.model.get_params(),
+                                       x_star_only=configs[label].x_star_only, test_digest=array_digest(Z),
+                                       test_costs=np.asarray(tm.model.predict_cost(Z), dtype=float),
+                                       needs_costs=tm.model.needs_costs)
+            tm = dataclasses.replace(tm, model=stored)
+        out[label] = tm
+    return out
+
+
+def serialize(obj) -> bytes:
+    buffer = io.BytesIO()
+    joblib.dump(obj, buffer, compress="lz4")  # 7x faster than zlib at 10% more disk
+    return buffer.getvalue()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class TrialStore:
+    """Model files of one experiment in one directory, keyed by training key."""
+
+    def __init__(self, directory: str | os.PathLike, min_free_bytes: int = 0):
+        self.directory = Path(directory)
+        self.min_free_bytes = int(min_free_bytes)
+
+    def path(self, key: str) -> Path:
+        return self.directory / f"{key}.pkl"
+
+    def remove_stale_temporaries(self) -> list[Path]:
+        """Delete temporary files left by killed writers (their process is gone)."""
+        removed = []
+        for path in self.directory.glob(".*.tmp"):
+            try:
+                pid = int(path.name.rsplit(".", 2)[-2])
+            except ValueError:
+                pid = -1
+            if pid < 0 or not _alive(pid):
+                path.unlink(missing_ok=True)
+                removed.append(path)
+        if removed:
+            log.info("removed %d unfinished temporary model files in %s", len(removed), self.directory)
+        return removed
+
+    def load(self, key: str) -> StoredTrial | None:
+        """The stored trial, or None when it is absent or unreadable (logged with its path)."""
+        path = self.path(key)
+        if not path.exists():
+            return None
+        try:
+            stored = joblib.load(path)
+        except Exception as exc:  # noqa: BLE001 - any unreadable file is recomputed
+            log.warning("unreadable model file %s (%s: %s): the trial is recomputed", path, type(exc).__name__, exc)
+            return None
+        if not isinstance(stored, StoredTrial) or stored.key != key:
+            log.warning("model file %s does not hold trial %s: the trial is recomputed", path, key)
+            return None
+        return stored
+
+    def check_space(self, size: int, what: str) -> None:
+        """Raise DiskFullError when writing `size` bytes would leave less than the margin."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        free = shutil.disk_usage(self.directory).free
+        if free - size < self.min_free_bytes:
+            raise DiskFullError(
+                f"not enough disk space to store {what}: it needs {size / 1e6:.1f} MB and {free / 1e6:.1f} MB are "
+                f"free under {self.directory} (storage.min_free_gb keeps {self.min_free_bytes / 1e9:.2f} GB free). "
+                "Free space (make clean-data KEEP=1 removes old versions) or store less "
+                "(storage.keep_models=light or none); finished trials are kept and the run resumes from them")
+
+    def save(self, stored: StoredTrial) -> Path:
+        """Write atomically (temporary file, fsync, rename); the disk check comes first."""
+        payload = serialize(stored)
+        self.check_space(len(payload), f"setting {stored.setting}, trial {stored.trial}")
+        path = self.path(stored.key)
+        temporary = self.directory / f".{stored.key}.{os.getpid()}.tmp"
+        try:
+            with open(temporary, "wb") as file:
+                file.write(payload)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, path)  # atomic: readers see all of it or nothing
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+        return path

@@ -1,0 +1,80 @@
+"""Refuse runtime parameters (``kedro run --params``) that no node would read.
+
+Kedro merges ``--params "fig9.experiment.trials=1"`` into the parameters even when no
+pipeline reads ``fig9``, so a mistyped namespace or key would be ignored without a word. Before
+any node runs, every runtime key must either lie under a typed node input (an experiment
+spec, ``compute``, ``storage``: their own validation names unknown keys) or name a
+namespace and a first-level key that the configuration files already define (deeper keys may
+be new: ``inverse.model`` holds free-form estimator arguments). The error names the key and
+the nearest valid one.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+
+from kedro.framework.hooks import hook_impl
+from pydantic import BaseModel
+
+from mom_pipeline.experiments.spec import SpecError, nearest
+
+
+def dotted_keys(values: dict, prefix: str = "") -> list[str]:
+    """Leaf paths of a nested mapping: {'a': {'b': 1}} -> ['a.b']."""
+    out = []
+    for key, value in values.items():
+        path = f"{prefix}{key}"
+        out += dotted_keys(value, f"{path}.") if isinstance(value, dict) and value else [path]
+    return out
+
+
+def typed_parameters(pipelines) -> set[str]:
+    """Names of ``params:`` node inputs whose node argument is a Pydantic model."""
+    typed = set()
+    for pipeline in pipelines:
+        for node in pipeline.nodes:
+            try:
+                hints = typing.get_type_hints(node.func)
+                names = list(inspect.signature(node.func).parameters)
+            except (TypeError, NameError, ValueError):
+                continue
+            for name, dataset in zip(names, node.inputs):
+                hint = hints.get(name)
+                if dataset.startswith("params:") and inspect.isclass(hint) and issubclass(hint, BaseModel):
+                    typed.add(dataset.removeprefix("params:"))
+    return typed
+
+
+def check_runtime_params(runtime: dict, configured: dict, typed: set[str]) -> None:
+    """SpecError for the first runtime key that is neither under a typed input nor configured."""
+    configured_keys = set(dotted_keys(configured))
+    for path in dotted_keys(runtime or {}):
+        if any(path == t or path.startswith(f"{t}.") for t in typed) or path in configured_keys:
+            continue
+        parts = path.split(".")
+        node, depth = configured, 0
+        while depth < len(parts) - 1 and isinstance(node, dict) and parts[depth] in node:
+            node, depth = node[parts[depth]], depth + 1
+        if depth >= 2:
+            continue  # a new key inside a free-form mapping (e.g. inverse.model's MOM arguments)
+        siblings = list(node) if isinstance(node, dict) else []
+        where = ".".join(parts[:depth]) or "the parameters"
+        raise SpecError(f"--params {path}: no parameter {parts[depth]!r} in {where}{nearest(parts[depth], siblings)}; "
+                        "nothing would read it (valid keys there: "
+                        f"{sorted(siblings)[:20]})")
+
+
+class RuntimeParameterHooks:
+    @hook_impl
+    def after_context_created(self, context) -> None:
+        loader = context.config_loader
+        runtime = getattr(loader, "runtime_params", None) or {}
+        if not runtime:
+            return
+        from kedro.framework.project import pipelines
+        from kedro.framework.project import settings
+
+        files_only = settings.CONFIG_LOADER_CLASS(conf_source=str(loader.conf_source), env=loader.env,
+                                                  **settings.CONFIG_LOADER_ARGS)
+        check_runtime_params(runtime, files_only["parameters"], typed_parameters(pipelines.values()))

@@ -1,0 +1,125 @@
+"""Issue 12 items 2, 4, 5, 7, 9, 10: runs through KedroSession on the smoke environment."""
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from kedro.framework.session import KedroSession
+from kedro.framework.startup import bootstrap_project
+
+
+def _run(project: Path, params: dict | None = None, **options):
+    bootstrap_project(project)
+    with KedroSession.create(project_path=project, env="smoke", runtime_params=params or {}) as session:
+        return session.run(pipeline_name="shortest_path", namespaces=["fig1"], **options)
+
+
+def _latest(folder: Path) -> Path:
+    return sorted(p for p in folder.iterdir() if p.is_dir())[-1] / folder.name
+
+
+def _evaluation(project: Path) -> pd.DataFrame:
+    table = pd.read_parquet(_latest(project / "data" / "07_model_output" / "fig1" / "evaluation.parquet"))
+    return table.drop(columns="fit_seconds")
+
+
+def _trial_files(project: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in (project / "data" / "06_models" / "fig1" / "trials").glob("*.pkl")}
+
+
+def test_mixed_dataset_versions_stop_the_run(project_copy):
+    """Item 2: bases of one run, data of another (another seed), then training alone."""
+    _run(project_copy, to_nodes=["fig1.extract_bases"])
+    _run(project_copy, {"fig1": {"experiment": {"seed": 7}}}, to_nodes=["fig1.generate_data"])
+    with pytest.raises(Exception, match="problem_data of setting 0, trial 0 was generated with other parameters"):
+        _run(project_copy, from_nodes=["fig1.train_models"])
+    with pytest.raises(Exception, match="solutions of setting 0, trial 0 belong to other data"):
+        _run(project_copy, {"fig1": {"experiment": {"seed": 7}}}, from_nodes=["fig1.train_models"])
+    assert not (project_copy / "data" / "07_model_output").exists()
+
+
+def test_models_survive_a_failed_run_and_corrupt_files_are_recomputed(project_copy, monkeypatch, caplog):
+    """Items 5, 6, 7 and 10: one file per trial, kept by a failed run, resumed in smoke runs."""
+    _run(project_copy)
+    first = _trial_files(project_copy)
+    assert len(first) == 4  # 2 settings x 2 trials, one file each: no second copy anywhere
+    assert sorted(p.name for p in (project_copy / "data" / "06_models").rglob("*.pkl")) == sorted(first)
+    reference = _evaluation(project_copy)
+
+    # a run with another grid fails during its second trial: every finished file stays
+    import mom_pipeline.experiments.train as train
+
+    original, calls = train.train_trial, []
+
+    def failing(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("killed")
+        return original(*args)
+
+    monkeypatch.setattr(train, "train_trial", failing)
+    with pytest.raises(Exception, match="killed"):
+        _run(project_copy, {"fig1": {"experiment": {"methods": {"MOM": {"grid": {"lam": [1.0e-2]}}}}}})
+    monkeypatch.setattr(train, "train_trial", original)
+    after = _trial_files(project_copy)
+    assert all(after[name] == content for name, content in first.items()) and len(after) == 5
+
+    # corrupt two files and leave a dead writer's temporary file: the rerun names them and recomputes
+    trials = project_copy / "data" / "06_models" / "fig1" / "trials"
+    names = sorted(first)
+    (trials / names[0]).write_bytes(b"")
+    (trials / names[1]).write_bytes(first[names[1]][:50])
+    (trials / f".{names[2][:-4]}.999999999.tmp").write_bytes(b"partial")
+    with caplog.at_level(logging.INFO):
+        _run(project_copy)
+    assert str(trials / names[0]) in caplog.text and str(trials / names[1]) in caplog.text
+    assert caplog.text.count("reusing finished trial") == 2  # the smoke run resumed the two intact trials
+    assert not list(trials.glob(".*.tmp"))
+    pd.testing.assert_frame_equal(_evaluation(project_copy), reference)
+
+
+def test_resume_false_trains_again(project_copy, caplog):
+    _run(project_copy)
+    first = _trial_files(project_copy)
+    with caplog.at_level(logging.INFO):
+        _run(project_copy, {"storage": {"resume": False}})
+    assert "reusing finished trial" not in caplog.text and set(_trial_files(project_copy)) == set(first)
+
+
+def test_disk_check_stops_before_writing(project_copy):
+    """Issue 16: a trial that would not fit stops the run with a clear message."""
+    with pytest.raises(Exception, match="not enough disk space"):
+        _run(project_copy, {"storage": {"min_free_gb": 1.0e9}})
+    trials = project_copy / "data" / "06_models" / "fig1" / "trials"
+    assert not list(trials.iterdir())
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"fig9": {"experiment": {"trials": 1}}}, r"no parameter 'fig9' in the parameters \(did you mean 'fig"),
+    ({"inverse": {"on_invlid": "raise"}}, r"no parameter 'on_invlid' in inverse \(did you mean 'on_invalid'\?\)"),
+    ({"fig1": {"experiment": {"trails": 1}}}, r"unknown parameter 'trails' \(did you mean 'trials'\?\)"),
+    ({"fig1": {"experiment": {"trials": 1.7}}}, "trials"),
+    ({"fig1": {"experiment": {"seed": -1}}}, "seed"),
+    ({"fig1": {"experiment": {"fixed": {"n_test": 0}}}}, "n_test must be >= 1"),
+    ({"fig1": {"experiment": {"methods": {"MOM": {"estimator": "MOMM"}}}}}, "unknown estimator 'MOMM'"),
+    ({"compute": {"backend": "spark"}}, "compute"),
+])
+def test_parameter_mistakes_stop_before_any_work(project_copy, params, message):
+    """Items 4 and 9: refused before any node runs, the parameter named."""
+    with pytest.raises(Exception, match=message):
+        _run(project_copy, params)
+    assert not (project_copy / "data" / "03_primary").exists()
+
+
+def test_runtime_parameter_rule():
+    """New keys are refused at the namespace and first level only; typed inputs validate themselves."""
+    from mom_pipeline.experiments.spec import SpecError
+    from mom_pipeline.runtime_params import check_runtime_params
+
+    configured = {"inverse": {"on_invalid": "report", "model": {"lam": 1.0}}, "fig1": {"experiment": {}}}
+    typed = {"fig1.experiment"}
+    check_runtime_params({"inverse": {"model": {"solver": "fast"}}}, configured, typed)  # estimator argument
+    check_runtime_params({"fig1": {"experiment": {"trials": 2}}}, configured, typed)
+    with pytest.raises(SpecError, match="no parameter 'experimnt' in fig1"):
+        check_runtime_params({"fig1": {"experimnt": {"trials": 2}}}, configured, typed)

@@ -23,12 +23,11 @@ from typing import ClassVar
 
 import numpy as np
 from sklearn.ensemble import RandomForestRegressor
-from sklearn.kernel_ridge import KernelRidge
 from sklearn.linear_model import LinearRegression
 from sklearn.linear_model import Ridge as SkRidge
 
 from ..lp import StandardFormLP
-from .base import CostModel, LinearCostModel, check_features, check_samples, resolve_lp
+from .base import CostModel, LinearCostModel, NotFittedError, check_features, check_samples, resolve_lp
 
 KERNELS = ("poly", "rbf")
 
@@ -158,15 +157,57 @@ class KernelRidgeCost(_RegressionBaseline):
         self.degree = degree
         self.gamma = gamma
 
-    def _regressor(self):
+    def _check_params(self) -> None:
         if self.kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}; got {self.kernel!r}")
         if not self.gamma > 0:
             raise ValueError(f"gamma must be positive; got {self.gamma}")
-        if self.kernel == "poly":
-            return KernelRidge(alpha=float(self.lam), kernel="poly", gamma=1.0 / self.gamma, coef0=1.0,
-                               degree=int(self.degree))
-        return KernelRidge(alpha=float(self.lam), kernel="rbf", gamma=1.0 / self.gamma)
+        if not (np.isfinite(self.lam) and self.lam > 0):
+            raise ValueError(f"lam must be a positive finite number; got {self.lam}")
+
+    def _kernel(self, X, Y) -> np.ndarray:
+        from .kernels import kernel_matrix  # the paper's kernel conventions, shared with KernelMOM
+
+        return kernel_matrix(X, Y, self.kernel, int(self.degree), self.gamma)
+
+    def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
+        """Fit on features Z (T, d) and true costs C (T, n); returns self."""
+        return self.fit_many([self], Z, X_star, A=A, lp=lp, C=C)[0]
+
+    @classmethod
+    def fit_many(cls, models: list["KernelRidgeCost"], Z, X_star=None, *, A=None, b=None,
+                 lp: StandardFormLP | None = None, basis=None, C=None) -> list:
+        """Fit several kernel ridges on the same samples (a tuning grid); returns them.
+
+        The dual coefficients solve (K + lam I) a = C. Models with the same kernel share
+        one eigendecomposition K = Q diag(e) Q', which serves every lam:
+        a = Q diag(1 / (e + lam)) Q' C (scikit-learn's KernelRidge solves each lam anew).
+        """
+        Z = check_features(Z)
+        groups: dict[tuple, list] = {}
+        for model in models:
+            model._check_params()
+            degree = int(model.degree) if model.kernel == "poly" else None
+            groups.setdefault((model.kernel, degree, float(model.gamma)), []).append(model)
+        C = models[0]._require_costs(C, Z.shape[0], _n_columns(C, X_star, A, lp))
+        for group in groups.values():
+            eigenvalues, Q = np.linalg.eigh(group[0]._kernel(Z, Z))
+            projected = Q.T @ C
+            for model in group:
+                model.dual_coef_ = Q @ (projected / (eigenvalues + float(model.lam))[:, None])
+                model.reference_ = Z
+                model.n_features_in_ = Z.shape[1]
+                model.n_outputs_ = C.shape[1]
+        return models
+
+    def predict_cost(self, Z) -> np.ndarray:
+        """Predicted costs (T, n) for features Z (T, d): K(Z, Z_train) a."""
+        if not hasattr(self, "dual_coef_"):
+            raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit first")
+        Z = check_features(Z)
+        if Z.shape[1] != self.n_features_in_:
+            raise ValueError(f"Z has {Z.shape[1]} features; {type(self).__name__} was fitted with {self.n_features_in_}")
+        return self._kernel(Z, self.reference_) @ self.dual_coef_
 
 
 class PolyKernelRidge(KernelRidgeCost):

@@ -168,7 +168,16 @@ def active_set_finish(rows: HingeRowOperator, lam: float, weight: float, u: np.n
     independent directions) or the guesses cycle: the working-set QP takes over.
     """
     v = 1.0 - u
-    margin, violated = (v > 0) & (v < mu), v >= mu
+    return active_set_from_guess(rows, lam, weight, (v > 0) & (v < mu), v >= mu, tol, max_steps)
+
+
+def active_set_from_guess(rows: HingeRowOperator, lam: float, weight: float, margin: np.ndarray,
+                          violated: np.ndarray, tol: float, max_steps: int = 25):
+    """`active_set_finish` from a given guess of the margin rows and the violated rows (boolean
+    masks over the rows; the rest are guessed satisfied): (w, steps), w None when it gives up.
+
+    A regularization path starts each constant from the sets of the previous one's optimum."""
+    margin, violated = margin.copy(), violated.copy()
     alpha_tol = 1e-9 * weight
     for step in range(1, max_steps + 1):
         gradient = weight * rows.weighted_sum(violated.astype(float))

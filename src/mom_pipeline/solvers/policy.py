@@ -20,6 +20,8 @@ path, on every machine):
       p > 2000 or (p > 500 and 2|Q| < p);
     - "cg": conjugate gradients on the Hessian operator otherwise (many features and many
       curved rows).
+* `path_warm_start(n_vars, n_rows)`: whether a regularization path (`hinge_path`) starts each
+  constant from the previous optimum's active sets (else every constant is solved cold).
 
 `benchmarks/solver_policy.py` times every path on shapes on both sides of each threshold
 and prints the table that backs these numbers (docs/benchmarks.md keeps the last one).
@@ -58,3 +60,13 @@ def newton_system(n_vars: int, n_curved: int) -> Literal["dense", "woodbury", "c
     if direct and not woodbury:
         return "dense"
     return "woodbury" if woodbury else "cg"
+
+
+# Regularization paths: warm-start the active-set method from the previous constant's optimum
+# up to this many unknowns (its linear systems are over the margin rows, at most n_vars).
+PATH_WARM_START_MAX_VARS = 20000
+
+
+def path_warm_start(n_vars: int, n_rows: int) -> bool:
+    """Whether a regularization path starts each constant from the previous optimum's active sets."""
+    return n_vars <= PATH_WARM_START_MAX_VARS

@@ -1,0 +1,52 @@
+"""The hinge QP over a path of regularization constants, one exact solve per constant.
+
+    min_w  (lam/2) ||w||^2 + weight * sum_i max(0, 1 - h_i'w)      for every lam in `lams`
+
+The rows (and so every product and Gram block of them) do not depend on lam: a tuning grid
+over lam solves the same rows many times. The path solves the constants from the largest
+(where most rows are violated and the optimum is close to the closed form) to the smallest,
+and starts each from the previous optimum's margin rows and violated rows: the primal-dual
+active-set method (`hinge_working_set.active_set_from_guess`) then usually needs a few
+small linear systems instead of a warm start and a working-set loop. When it gives up (its
+margin rows are linearly dependent, or its guesses cycle) that constant is solved from
+scratch by `solve_working_set`; `policy.path_warm_start` says when the warm start is tried.
+Each result is exact either way: the active-set method stops only when no row contradicts
+the optimality conditions (up to `tol` on the margins).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .hinge_working_set import HingeRowOperator, active_set_from_guess, solve_working_set
+from .policy import path_warm_start
+
+#: Rows of the previous optimum within this of the margin are guessed margin rows.
+MARGIN_GUESS = 1e-6
+
+
+def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, band: float = 1e-2,
+                     linear_below: float = 1e-2, max_rounds: int = 100) -> list[tuple[np.ndarray, dict]]:
+    """[(w, info)] for every lam of `lams` (in their given order), each the exact optimum.
+
+    Args as `solve_working_set` (no ball constraint: the path is for the unconstrained QP).
+    info adds path="active_set" (warm-started from the previous constant) or "cold".
+    """
+    lams = np.asarray(lams, dtype=float)
+    results: list = [None] * lams.size
+    previous = None
+    for i in np.argsort(-lams, kind="stable"):
+        lam = float(lams[i])
+        if previous is not None and path_warm_start(rows.n_vars, rows.n_rows):
+            u = rows.margins(previous)
+            margin = np.abs(u - 1.0) <= MARGIN_GUESS
+            w, steps = active_set_from_guess(rows, lam, weight, margin, (u < 1.0) & ~margin, tol)
+            if w is not None:
+                results[i] = (w, dict(path="active_set", active_set_steps=steps, rounds=1, working_set=0,
+                                      restricted_solves=0, newton_steps=0, rows=int(rows.n_rows)))
+                previous = w
+                continue
+        w, info = solve_working_set(rows, lam, weight, None, tol, None, band, linear_below, max_rounds)
+        results[i] = (w, dict(info, path="cold"))
+        previous = w
+    return results

@@ -1,0 +1,101 @@
+"""Grids fitted together (a regularization path, one kernel per cell) end where separate fits do:
+checked against cvxpy on sampled cells, with the KKT certificate, and kernel ridge against a
+direct solve."""
+
+import numpy as np
+import pytest
+
+from mom_pipeline.methods.baselines import PolyKernelRidge, RbfKernelRidge
+from mom_pipeline.methods.kernels import KernelMOM
+from mom_pipeline.methods.mom import MOM, mom_objective, solve_hinge_qp_cvxpy
+from mom_pipeline.methods.mom_problem import kkt_certificate, operators_of_bases
+from mom_pipeline.problems import generate_knapsack, generate_shortest_path
+from mom_pipeline.solvers import path_warm_start
+
+LAMBDAS = list(np.logspace(-6, 2, 9))
+
+
+@pytest.fixture(scope="module", params=["knapsack", "shortest_path"])
+def trial(request):
+    if request.param == "knapsack":  # the figures' U[-1,1] features: not separable at degree 4
+        trial = generate_knapsack(40, 0, degree=4, feature_low=-1.0, seed=5)
+    else:
+        trial = generate_shortest_path(40, 0, degree=4, eps_bar=0.5, seed=5)
+    solution = trial.lp.solve(trial.train.C)
+    return trial, solution
+
+
+def test_mom_path_equals_cvxpy_on_every_lambda(trial):
+    trial, solution = trial
+    Z = trial.train.Z
+    models = MOM.fit_many([MOM(lam=lam) for lam in LAMBDAS], Z, solution.x, lp=trial.lp, basis=solution.basis)
+    M = operators_of_bases(trial.lp.A, solution.basis)
+    for model in models:
+        reference, _ = solve_hinge_qp_cvxpy(M, Z, model.lam)
+        f_ref = mom_objective(reference, M, Z, model.lam)
+        assert model.objective_ == pytest.approx(f_ref, rel=1e-6)
+        assert model.objective_ >= f_ref * (1 - 1e-6)  # never better than the optimum
+        assert model.solver_info_["path"] in ("active_set", "cold")
+        assert kkt_certificate(model.coef_, M, Z, model.lam)["relative_gap"] <= 1e-6
+
+
+def test_mom_fit_many_fits_other_configurations_one_by_one(trial):
+    trial, solution = trial
+    Z = trial.train.Z
+    ball, reference = MOM.fit_many([MOM(lam=1e-2, radius=0.5), MOM(lam=1e-2)], Z, solution.x, lp=trial.lp,
+                                   basis=solution.basis)
+    alone = MOM(lam=1e-2, radius=0.5).fit(Z, solution.x, lp=trial.lp, basis=solution.basis)
+    np.testing.assert_allclose(ball.coef_, alone.coef_, rtol=1e-9, atol=1e-12)
+    assert "path" not in ball.solver_info_ and reference.solver_info_["path"] in ("active_set", "cold")
+    with pytest.raises(ValueError, match="lam must be"):
+        MOM.fit_many([MOM(lam=0.0)], Z, solution.x, lp=trial.lp, basis=solution.basis)
+
+
+@pytest.fixture(scope="module")
+def small_knapsack():
+    trial = generate_knapsack(25, 0, degree=4, feature_low=-1.0, seed=6)
+    return trial, trial.lp.solve(trial.train.C)
+
+
+@pytest.mark.parametrize("kernel, cells", [("poly", [(1, 0.1, 1e-6), (4, 5.0, 1e-2), (3, 0.5, 1.0)]),
+                                           ("rbf", [(2, 0.1, 1e-4), (2, 5.0, 1.0)])])
+def test_kernel_mom_grid_equals_cvxpy_on_sampled_cells(small_knapsack, kernel, cells):
+    trial, solution = small_knapsack
+    Z = trial.train.Z
+    grid = [KernelMOM(kernel=kernel, degree=degree, gamma=gamma, lam=lam)
+            for degree, gamma, _ in cells for lam in LAMBDAS[::2]]
+    KernelMOM.fit_many(grid, Z, solution.x, lp=trial.lp, basis=solution.basis)
+    M = operators_of_bases(trial.lp.A, solution.basis)
+    sampled = [model for model in grid if any(
+        (model.degree, model.gamma) == (degree, gamma) and np.isclose(model.lam, lam) for degree, gamma, lam in cells)]
+    assert len(sampled) == len(cells)
+    for model in sampled:
+        features = model.transform(Z) @ model.row_space_
+        reference, _ = solve_hinge_qp_cvxpy(M, features, model.lam)
+        f_ref = mom_objective(reference, M, features, model.lam)
+        assert model.objective_ == pytest.approx(f_ref, rel=1e-6)
+        # The same objective in kernel-feature space, from coef_ (the model that predicts).
+        assert mom_objective(model.coef_, M, model.transform(Z), model.lam) == pytest.approx(f_ref, rel=1e-6)
+        single = KernelMOM(kernel=kernel, degree=model.degree, gamma=model.gamma, lam=model.lam).fit(
+            Z, solution.x, lp=trial.lp, basis=solution.basis)
+        assert single.objective_ == pytest.approx(model.objective_, rel=1e-6)
+
+
+@pytest.mark.parametrize("make, cells", [(PolyKernelRidge, [dict(degree=d, gamma=g) for d in (1, 3) for g in (0.5, 4.0)]),
+                                         (RbfKernelRidge, [dict(gamma=g) for g in (0.1, 2.0)])])
+def test_kernel_ridge_grid_equals_direct_solves(trial, make, cells):
+    trial, _ = trial
+    Z, C, Z_new = trial.train.Z, trial.train.C, trial.train.Z[:7] + 0.05
+    grid = [make(lam=lam, **cell) for cell in cells for lam in (1e-4, 1e-2, 1.0, 100.0)]
+    make.fit_many(grid, Z, C=C)
+    for model in grid:
+        K = model._kernel(Z, Z)
+        dual = np.linalg.solve(K + model.lam * np.eye(len(Z)), C)
+        expected = model._kernel(Z_new, Z) @ dual
+        scale = np.abs(expected).max()
+        np.testing.assert_allclose(model.predict_cost(Z_new), expected, rtol=1e-6, atol=1e-6 * scale)
+
+
+def test_path_warm_start_policy_is_by_size():
+    assert path_warm_start(1000, 5000)
+    assert not path_warm_start(10**6, 10)

@@ -35,8 +35,9 @@ def test_mom_path_equals_cvxpy_on_every_lambda(trial):
         f_ref = mom_objective(reference, M, Z, model.lam)
         assert model.objective_ == pytest.approx(f_ref, rel=1e-6)
         assert model.objective_ >= f_ref * (1 - 1e-6)  # never better than the optimum
-        assert model.solver_info_["path"] in ("active_set", "cold")
+        assert model.solver_info_["path"] in ("active_set", "warm_working_set", "cold")
         assert kkt_certificate(model.coef_, M, Z, model.lam)["relative_gap"] <= 1e-6
+    assert "warm_working_set" in {model.solver_info_["path"] for model in models}  # the warm start is exercised
 
 
 def test_mom_fit_many_fits_other_configurations_one_by_one(trial):
@@ -46,7 +47,7 @@ def test_mom_fit_many_fits_other_configurations_one_by_one(trial):
                                    basis=solution.basis)
     alone = MOM(lam=1e-2, radius=0.5).fit(Z, solution.x, lp=trial.lp, basis=solution.basis)
     np.testing.assert_allclose(ball.coef_, alone.coef_, rtol=1e-9, atol=1e-12)
-    assert "path" not in ball.solver_info_ and reference.solver_info_["path"] in ("active_set", "cold")
+    assert "path" not in ball.solver_info_ and reference.solver_info_["path"] in ("active_set", "warm_working_set", "cold")
     with pytest.raises(ValueError, match="lam must be"):
         MOM.fit_many([MOM(lam=0.0)], Z, solution.x, lp=trial.lp, basis=solution.basis)
 

@@ -308,6 +308,8 @@ class SPOPlus(LinearCostModel):
     def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
         """Fit on features Z (T, d), true costs C (T, n) and the LPs (lp or A, b); returns self."""
         _fit_spo_plus([self], Z, X_star, resolve_lp(A, b, lp), C)
+        if getattr(self, "fit_error_", None) is not None:
+            raise self.fit_error_
         return self
 
     @classmethod
@@ -317,7 +319,9 @@ class SPOPlus(LinearCostModel):
         Models that draw the same mini-batches (equal batch_size, n_steps, n_epochs and
         random_state; they may differ in lam and step_size) run in lockstep: each step's
         oracle calls of all of them are ONE batched `lp.solve` over the stacked batches.
-        Every model ends exactly where its own `fit` would (the oracle is row by row).
+        Every model ends exactly where its own `fit` would (the oracle is row by row); a
+        model whose `fit` would raise (its iterate overflows) gets that error as `fit_error_`
+        instead of coef_, and `tuning.grid_search` records it against its own cell.
         """
         _fit_spo_plus(models, Z, X_star, lp, C)
         return models
@@ -347,26 +351,50 @@ def _fit_spo_plus(models: list[SPOPlus], Z, X_star, lp: StandardFormLP, C) -> No
 
 
 def _spo_plus_lockstep(models: list[SPOPlus], Z, C, X_star, lp: StandardFormLP, n_oracle_calls: int) -> None:
-    """Mini-batch SPO+ subgradient descent of models that share their batches, in lockstep."""
+    """Mini-batch SPO+ subgradient descent of models that share their batches, in lockstep.
+
+    A model whose iterate overflows (a step size too large for its lam: the shrinkage factor
+    1 - step * lam / sqrt(k + 1) far below -1) leaves the lockstep at that step with a
+    `fit_error_` naming it; the others go on unchanged (the oracle is row by row).
+    """
     T, d = Z.shape
     k = len(models)
     lams = np.array([float(m.lam) for m in models])[:, None, None]
     step_sizes = np.array([float(m.step_size) for m in models])[:, None, None]
     rng = np.random.default_rng(models[0].random_state)
     thetas = np.zeros((k, lp.n, d))
+    alive = np.ones(k, dtype=bool)
+    diverged_at = np.full(k, -1)
     losses = []
     for step, idx in enumerate(models[0]._batches(T, rng)):
         Z_batch = Z[idx]
         B = len(idx)
-        # (k, B, n) predicted costs, stacked model-major into one oracle call.
-        C_hat = np.einsum("bd,knd->kbn", Z_batch, thetas).reshape(k * B, lp.n)
-        stacked = np.tile(idx, k)
-        loss, grad_c = spo_plus_loss(C_hat, C[stacked], X_star[stacked], lp.subset(stacked))
-        losses.append(loss.reshape(k, B).mean(axis=1))
-        grad = np.einsum("kbn,bd->knd", grad_c.reshape(k, B, lp.n), Z_batch) / B + lams * thetas
-        thetas -= step_sizes / math.sqrt(step + 1) * grad
+        with np.errstate(over="ignore", invalid="ignore"):
+            # (live, B, n) predicted costs, stacked model-major into one oracle call.
+            C_hat = np.einsum("bd,knd->kbn", Z_batch, thetas[alive])
+            finite = np.isfinite(C_hat).all(axis=(1, 2))
+            if not finite.all():
+                newly = np.flatnonzero(alive)[~finite]
+                alive[newly], diverged_at[newly] = False, step
+                C_hat = C_hat[finite]
+            live = np.flatnonzero(alive)
+            step_loss = np.full(k, np.nan)
+            if live.size:
+                stacked = np.tile(idx, live.size)
+                loss, grad_c = spo_plus_loss(C_hat.reshape(live.size * B, lp.n), C[stacked], X_star[stacked],
+                                             lp.subset(stacked))
+                step_loss[live] = loss.reshape(live.size, B).mean(axis=1)
+                grad = np.einsum("kbn,bd->knd", grad_c.reshape(live.size, B, lp.n), Z_batch) / B + lams[live] * thetas[live]
+                thetas[live] -= step_sizes[live] / math.sqrt(step + 1) * grad
+        losses.append(step_loss)
     history = np.asarray(losses).reshape(-1, k)
     for i, model in enumerate(models):
+        model.__dict__.pop("fit_error_", None)
+        if diverged_at[i] >= 0 or not np.isfinite(thetas[i]).all():
+            model.fit_error_ = FloatingPointError(
+                f"SPO+ diverged at step {max(diverged_at[i], len(history) - 1)} (lam={model.lam}, step_size="
+                f"{model.step_size}: the iterate overflowed; a smaller step size or lam keeps it finite)")
+            continue
         model.coef_ = thetas[i]
         model.n_features_in_ = d
         model.loss_history_ = history[:, i].copy()

@@ -33,7 +33,7 @@ import scipy.sparse as sp
 from .clarabel_qp import ball_block, solve_clarabel
 from .hinge_newton import smoothed_hinge_start
 from .interior_point import box_qp, hinge_qp_ipm
-from .policy import restricted_qp_method
+from .policy import BOX_DUAL_GAP, restricted_qp_method
 
 
 class HingeRowOperator(Protocol):
@@ -76,7 +76,8 @@ def restricted_qp(rows: HingeRowOperator, lam: float, weight: float, working: np
     if method == "box_dual":
         # The dual: a box QP over the working rows with their k x k Gram matrix.
         try:
-            alpha = box_qp(rows.gram(index) / lam, rows.margins_of(index, gradient) / lam - 1.0, weight)
+            alpha = box_qp(rows.gram(index) / lam, rows.margins_of(index, gradient) / lam - 1.0, weight,
+                           gap_tol=BOX_DUAL_GAP)
             return (gradient + rows.weighted_sum_of(index, alpha)) / lam
         except RuntimeError:
             pass  # Clarabel is the fallback of both custom paths

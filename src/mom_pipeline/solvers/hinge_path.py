@@ -12,7 +12,7 @@ margin rows are linearly dependent, or its guesses cycle) that constant is solve
 `solve_working_set` started from the previous optimum (its working set: the rows near the
 previous margin; measured 3-6x faster than a cold start at lam <= 1e-5 on a kernel MOM of
 375 samples, which is where a lam grid spends its time); `policy.path_warm_start` says when
-the active-set warm start is tried.
+either warm start is used (from 500 unknowns on: kernel features; linear MOM is solved cold).
 Each result is exact either way: the active-set method stops only when no row contradicts
 the optimality conditions (up to `tol` on the margins).
 """
@@ -53,7 +53,8 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
         # The working set from the previous optimum's rows near the margin: much smaller than a
         # cold start's at small lam (where most time goes). From a closed-form optimum (no
         # margin rows) the smoothed Newton start is the better guess.
-        warm = previous is not None and bool(np.any(np.abs(rows.margins(previous) - 1.0) <= MARGIN_GUESS))
+        warm = (previous is not None and path_warm_start(rows.n_vars, rows.n_rows)
+                and bool(np.any(np.abs(rows.margins(previous) - 1.0) <= MARGIN_GUESS)))
         w, info = solve_working_set(rows, lam, weight, None, tol, previous if warm else None, band, linear_below,
                                     max_rounds)
         results[i] = (w, dict(info, path="warm_working_set" if warm else "cold"))

@@ -68,11 +68,13 @@ def newton_system(n_vars: int, n_curved: int) -> Literal["dense", "woodbury", "c
     return "woodbury" if woodbury else "cg"
 
 
-# Regularization paths: warm-start the active-set method from the previous constant's optimum
-# up to this many unknowns (its linear systems are over the margin rows, at most n_vars).
-PATH_WARM_START_MAX_VARS = 20000
+# Regularization paths: start each constant from the previous optimum from this many unknowns
+# on (kernel MOM: 3-6x faster at small lam). Below, the smoothed Newton start is better: linear
+# MOM on shortest path (T = 1000, 240 unknowns, 16,000 rows) took 18.7 s warm vs 7.9 s cold
+# over its 9 lam values (loaded machine).
+PATH_WARM_START_MIN_VARS = 500
 
 
 def path_warm_start(n_vars: int, n_rows: int) -> bool:
-    """Whether a regularization path starts each constant from the previous optimum's active sets."""
-    return n_vars <= PATH_WARM_START_MAX_VARS
+    """Whether a regularization path starts each constant from the previous optimum."""
+    return n_vars >= PATH_WARM_START_MIN_VARS

@@ -26,7 +26,7 @@ def test_estimator_conventions(name):
     else:
         fitted = model.fit(trial.train.Z, X, lp=trial.lp)  # x* only: inverse LP
     assert fitted is model  # fit returns self
-    assert hasattr(fitted, "coef_") or hasattr(fitted, "model_")
+    assert any(hasattr(fitted, learned) for learned in ("coef_", "model_", "dual_coef_"))
     C_hat = fitted.predict_cost(trial.test.Z)
     assert C_hat.shape == (5, 21) and np.isfinite(C_hat).all()
     assert fitted.decide(trial.test.Z, trial.lp).x.shape == (5, 21)

@@ -22,12 +22,11 @@ from typing import ClassVar
 
 import numpy as np
 from sklearn.ensemble import RandomForestRegressor
-from sklearn.kernel_ridge import KernelRidge
 from sklearn.linear_model import LinearRegression
 from sklearn.linear_model import Ridge as SkRidge
 
 from ..lp import StandardFormLP
-from .base import CostModel, LinearCostModel, check_features, check_samples, resolve_lp
+from .base import CostModel, LinearCostModel, NotFittedError, check_features, check_samples, resolve_lp
 
 KERNELS = ("poly", "rbf")
 
@@ -153,15 +152,57 @@ class KernelRidgeCost(_RegressionBaseline):
         self.degree = degree
         self.gamma = gamma
 
-    def _regressor(self):
+    def _check_params(self) -> None:
         if self.kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}; got {self.kernel!r}")
         if not self.gamma > 0:
             raise ValueError(f"gamma must be positive; got {self.gamma}")
-        if self.kernel == "poly":
-            return KernelRidge(alpha=float(self.lam), kernel="poly", gamma=1.0 / self.gamma, coef0=1.0,
-                               degree=int(self.degree))
-        return KernelRidge(alpha=float(self.lam), kernel="rbf", gamma=1.0 / self.gamma)
+        if not (np.isfinite(self.lam) and self.lam > 0):
+            raise ValueError(f"lam must be a positive finite number; got {self.lam}")
+
+    def _kernel(self, X, Y) -> np.ndarray:
+        from .kernels import kernel_matrix  # the paper's kernel conventions, shared with KernelMOM
+
+        return kernel_matrix(X, Y, self.kernel, int(self.degree), self.gamma)
+
+    def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
+        """Fit on features Z (T, d) and true costs C (T, n); returns self."""
+        return self.fit_many([self], Z, X_star, A=A, lp=lp, C=C)[0]
+
+    @classmethod
+    def fit_many(cls, models: list["KernelRidgeCost"], Z, X_star=None, *, A=None, b=None,
+                 lp: StandardFormLP | None = None, basis=None, C=None) -> list:
+        """Fit several kernel ridges on the same samples (a tuning grid); returns them.
+
+        The dual coefficients solve (K + lam I) a = C. Models with the same kernel share
+        one eigendecomposition K = Q diag(e) Q', which serves every lam:
+        a = Q diag(1 / (e + lam)) Q' C (scikit-learn's KernelRidge solves each lam anew).
+        """
+        Z = check_features(Z)
+        groups: dict[tuple, list] = {}
+        for model in models:
+            model._check_params()
+            degree = int(model.degree) if model.kernel == "poly" else None
+            groups.setdefault((model.kernel, degree, float(model.gamma)), []).append(model)
+        C = models[0]._require_costs(C, Z.shape[0], _n_columns(C, X_star, A, lp))
+        for group in groups.values():
+            eigenvalues, Q = np.linalg.eigh(group[0]._kernel(Z, Z))
+            projected = Q.T @ C
+            for model in group:
+                model.dual_coef_ = Q @ (projected / (eigenvalues + float(model.lam))[:, None])
+                model.reference_ = Z
+                model.n_features_in_ = Z.shape[1]
+                model.n_outputs_ = C.shape[1]
+        return models
+
+    def predict_cost(self, Z) -> np.ndarray:
+        """Predicted costs (T, n) for features Z (T, d): K(Z, Z_train) a."""
+        if not hasattr(self, "dual_coef_"):
+            raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit first")
+        Z = check_features(Z)
+        if Z.shape[1] != self.n_features_in_:
+            raise ValueError(f"Z has {Z.shape[1]} features; {type(self).__name__} was fitted with {self.n_features_in_}")
+        return self._kernel(Z, self.reference_) @ self.dual_coef_
 
 
 # ----------------------------------------------------------------------------- SPO+
@@ -243,6 +284,8 @@ class SPOPlus(LinearCostModel):
     def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
         """Fit on features Z (T, d), true costs C (T, n) and the LPs (lp or A, b); returns self."""
         _fit_spo_plus([self], Z, X_star, resolve_lp(A, b, lp), C)
+        if getattr(self, "fit_error_", None) is not None:
+            raise self.fit_error_
         return self
 
     @classmethod
@@ -252,7 +295,9 @@ class SPOPlus(LinearCostModel):
         Models that draw the same mini-batches (equal batch_size, n_steps, n_epochs and
         random_state; they may differ in lam and step_size) run in lockstep: each step's
         oracle calls of all of them are ONE batched `lp.solve` over the stacked batches.
-        Every model ends exactly where its own `fit` would (the oracle is row by row).
+        Every model ends exactly where its own `fit` would (the oracle is row by row); a
+        model whose `fit` would raise (its iterate overflows) gets that error as `fit_error_`
+        instead of coef_, and `tuning.grid_search` records it against its own cell.
         """
         _fit_spo_plus(models, Z, X_star, lp, C)
         return models
@@ -282,26 +327,50 @@ def _fit_spo_plus(models: list[SPOPlus], Z, X_star, lp: StandardFormLP, C) -> No
 
 
 def _spo_plus_lockstep(models: list[SPOPlus], Z, C, X_star, lp: StandardFormLP, n_oracle_calls: int) -> None:
-    """Mini-batch SPO+ subgradient descent of models that share their batches, in lockstep."""
+    """Mini-batch SPO+ subgradient descent of models that share their batches, in lockstep.
+
+    A model whose iterate overflows (a step size too large for its lam: the shrinkage factor
+    1 - step * lam / sqrt(k + 1) far below -1) leaves the lockstep at that step with a
+    `fit_error_` naming it; the others go on unchanged (the oracle is row by row).
+    """
     T, d = Z.shape
     k = len(models)
     lams = np.array([float(m.lam) for m in models])[:, None, None]
     step_sizes = np.array([float(m.step_size) for m in models])[:, None, None]
     rng = np.random.default_rng(models[0].random_state)
     thetas = np.zeros((k, lp.n, d))
+    alive = np.ones(k, dtype=bool)
+    diverged_at = np.full(k, -1)
     losses = []
     for step, idx in enumerate(models[0]._batches(T, rng)):
         Z_batch = Z[idx]
         B = len(idx)
-        # (k, B, n) predicted costs, stacked model-major into one oracle call.
-        C_hat = np.einsum("bd,knd->kbn", Z_batch, thetas).reshape(k * B, lp.n)
-        stacked = np.tile(idx, k)
-        loss, grad_c = spo_plus_loss(C_hat, C[stacked], X_star[stacked], lp.subset(stacked))
-        losses.append(loss.reshape(k, B).mean(axis=1))
-        grad = np.einsum("kbn,bd->knd", grad_c.reshape(k, B, lp.n), Z_batch) / B + lams * thetas
-        thetas -= step_sizes / math.sqrt(step + 1) * grad
+        with np.errstate(over="ignore", invalid="ignore"):
+            # (live, B, n) predicted costs, stacked model-major into one oracle call.
+            C_hat = np.einsum("bd,knd->kbn", Z_batch, thetas[alive])
+            finite = np.isfinite(C_hat).all(axis=(1, 2))
+            if not finite.all():
+                newly = np.flatnonzero(alive)[~finite]
+                alive[newly], diverged_at[newly] = False, step
+                C_hat = C_hat[finite]
+            live = np.flatnonzero(alive)
+            step_loss = np.full(k, np.nan)
+            if live.size:
+                stacked = np.tile(idx, live.size)
+                loss, grad_c = spo_plus_loss(C_hat.reshape(live.size * B, lp.n), C[stacked], X_star[stacked],
+                                             lp.subset(stacked))
+                step_loss[live] = loss.reshape(live.size, B).mean(axis=1)
+                grad = np.einsum("kbn,bd->knd", grad_c.reshape(live.size, B, lp.n), Z_batch) / B + lams[live] * thetas[live]
+                thetas[live] -= step_sizes[live] / math.sqrt(step + 1) * grad
+        losses.append(step_loss)
     history = np.asarray(losses).reshape(-1, k)
     for i, model in enumerate(models):
+        model.__dict__.pop("fit_error_", None)
+        if diverged_at[i] >= 0 or not np.isfinite(thetas[i]).all():
+            model.fit_error_ = FloatingPointError(
+                f"SPO+ diverged at step {max(diverged_at[i], len(history) - 1)} (lam={model.lam}, step_size="
+                f"{model.step_size}: the iterate overflowed; a smaller step size or lam keeps it finite)")
+            continue
         model.coef_ = thetas[i]
         model.n_features_in_ = d
         model.loss_history_ = history[:, i].copy()

@@ -167,20 +167,39 @@ class KernelMOM(CostModel):
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
         """Kernel features of Z (T, d), then MOM (see `MOM.fit`; C is ignored)."""
+        return self.fit_many([self], Z, X_star, A=A, b=b, lp=lp, basis=basis)[0]
+
+    @classmethod
+    def fit_many(cls, models: list["KernelMOM"], Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None,
+                 basis=None, C=None) -> list:
+        """Fit several kernel MOMs on the same samples (a tuning grid); returns them.
+
+        Models with the same kernel features (all hyperparameters but lam, solver, formulation
+        and radius) share one kernel matrix and one row-space reduction, and their MOM
+        problems go to `MOM.fit_many` together (one regularization path over lam). Every
+        model ends at the exact optimum its own `fit` finds.
+        """
         Z = check_features(Z)
-        self.features_ = self._features().fit(Z)
-        Phi = self.features_.transform(Z)
-        # Exact reduction to the row space of Phi: Phi = U S V', Theta = Theta_r V_r'.
-        _, singular, Vt = np.linalg.svd(Phi, full_matrices=False)
-        keep = singular > 1e-10 * singular[0]
-        self.row_space_ = Vt[keep].T  # (n_features, r)
-        self.mom_ = MOM(lam=self.lam, solver=self.solver, formulation=self.formulation, radius=self.radius)
-        self.mom_.fit(Phi @ self.row_space_, X_star, A=A, b=b, lp=lp, basis=basis)
-        self.coef_ = self.mom_.coef_ @ self.row_space_.T
-        self.objective_ = self.mom_.objective_
-        self.solver_info_ = dict(self.mom_.solver_info_, feature_rank=int(keep.sum()))
-        self.n_features_in_ = Z.shape[1]
-        return self
+        groups: dict[tuple, list] = {}
+        for model in models:
+            key = tuple(sorted((k, repr(v)) for k, v in model._features().get_params().items()))
+            groups.setdefault(key, []).append(model)
+        for group in groups.values():
+            features = group[0]._features().fit(Z)
+            Phi = features.transform(Z)
+            # Exact reduction to the row space of Phi: Phi = U S V', Theta = Theta_r V_r'.
+            _, singular, Vt = np.linalg.svd(Phi, full_matrices=False)
+            keep = singular > 1e-10 * singular[0]
+            row_space = Vt[keep].T  # (n_features, r)
+            moms = [MOM(lam=m.lam, solver=m.solver, formulation=m.formulation, radius=m.radius) for m in group]
+            MOM.fit_many(moms, Phi @ row_space, X_star, A=A, b=b, lp=lp, basis=basis)
+            for model, mom in zip(group, moms):
+                model.features_, model.row_space_, model.mom_ = features, row_space, mom
+                model.coef_ = mom.coef_ @ row_space.T
+                model.objective_ = mom.objective_
+                model.solver_info_ = dict(mom.solver_info_, feature_rank=int(keep.sum()))
+                model.n_features_in_ = Z.shape[1]
+        return models
 
     def transform(self, Z) -> np.ndarray:
         """The kernel features of Z (T, n_features)."""

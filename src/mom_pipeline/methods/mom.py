@@ -17,7 +17,7 @@ from .base import LinearCostModel, check_features, check_samples, resolve_lp
 from .mom_dual import dual_formulation_objective, solve_dual_formulation
 from .mom_problem import (SUPPORT_TOL, hinge_rows, mom_hinge_loss, mom_objective, operators_of_bases,
                           optimality_margins, support_mask)
-from .mom_solve import SOLVERS, _check_hyperparameters, solve_hinge_qp, solve_hinge_qp_cvxpy, solve_mom
+from .mom_solve import SOLVERS, _check_hyperparameters, solve_hinge_qp, solve_hinge_qp_cvxpy, solve_mom, solve_mom_path
 
 __all__ = ["MOM", "FORMULATIONS", "SOLVERS", "SUPPORT_TOL", "dual_formulation_objective", "hinge_rows",
            "mom_hinge_loss", "mom_objective", "optimality_margins", "solve_dual_formulation", "solve_hinge_qp",
@@ -96,6 +96,40 @@ class MOM(LinearCostModel):
         self.solver_info_ = info
         self.n_features_in_ = Z.shape[1]
         return self
+
+    @classmethod
+    def fit_many(cls, models: list["MOM"], Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None,
+                 basis=None, C=None) -> list:
+        """Fit several MOM models on the same samples (a tuning grid over lam); returns them.
+
+        Models with the exact solver, the basis formulation and no ball that differ only in
+        lam share one set of reduced-cost operators and are solved as one regularization
+        path (`mom_solve.solve_mom_path`); each ends at the exact optimum its own `fit`
+        finds. The others are fitted one by one.
+        """
+        groups: dict[float, list] = {}
+        for model in models:
+            if model.solver in ("auto", "fast") and model.formulation == "basis" and model.radius is None:
+                _check_hyperparameters(model.lam, None, model.tol)
+                groups.setdefault(float(model.tol), []).append(model)
+            else:
+                model.fit(Z, X_star, A=A, b=b, lp=lp, basis=basis, C=C)
+        if not groups:
+            return models
+        Z = check_features(Z)
+        constraint_matrix, bases = cls._bases(Z, X_star, A, b, lp, basis)
+        M = operators_of_bases(constraint_matrix, bases)
+        for tol, group in groups.items():
+            start = time.perf_counter()
+            path = solve_mom_path(M, Z, [model.lam for model in group], tol)
+            seconds = (time.perf_counter() - start) / len(group)
+            for model, (Theta, info) in zip(group, path):
+                model.coef_ = Theta
+                model.objective_ = mom_objective(Theta, M, Z, model.lam)
+                model.n_iter_ = int(info.get("rounds", 1))
+                model.solver_info_ = dict(info, seconds=seconds)
+                model.n_features_in_ = Z.shape[1]
+        return models
 
     @staticmethod
     def _bases(Z, X_star, A, b, lp, basis):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import threadpoolctl
 
+from ..solvers.hinge_path import solve_hinge_path
 from ..solvers.hinge_working_set import solve_working_set
 from .mom_problem import MOMHingeRows, hinge_rows
 
@@ -45,17 +46,33 @@ def solve_hinge_qp(M, Z, lam: float, radius: float | None = None, tol: float = 1
                                band, linear_below, max_rounds)
 
 
-def _solve_rescaled(M, Z, lam, radius, tol, w0, band, linear_below, max_rounds):
+def _row_scale(M, Z) -> float:
     # Rescale the rows to a largest norm of 1 (features Z / sigma, w * sigma, lam / sigma^2:
     # the same problem) so that kernel features of any magnitude stay well conditioned.
     sigma = float((np.linalg.norm(M, axis=2) * np.linalg.norm(Z, axis=1)[:, None]).max())
-    if not sigma > 0:
-        sigma = 1.0
+    return sigma if sigma > 0 else 1.0
+
+
+def _solve_rescaled(M, Z, lam, radius, tol, w0, band, linear_below, max_rounds):
+    sigma = _row_scale(M, Z)
     rows = MOMHingeRows(M, Z / sigma)
     w0 = None if w0 is None else np.asarray(w0, dtype=float).ravel() * sigma
     w, info = solve_working_set(rows, lam / sigma**2, 1.0 / rows.T, None if radius is None else radius * sigma,
                                 tol, w0, band, linear_below, max_rounds)
     return w.reshape(rows.n, rows.d) / sigma, info
+
+
+def solve_mom_path(M, Z, lams, tol: float = 1e-8) -> list[tuple[np.ndarray, dict]]:
+    """[(Theta (n, d), info)] for every lam of `lams`: exact MOM solutions without a ball, by
+    the regularization path of `solvers.hinge_path` (the rows are built and rescaled once)."""
+    for lam in lams:
+        _check_hyperparameters(lam, None, tol)
+    M, Z = np.asarray(M, dtype=float), np.asarray(Z, dtype=float)
+    sigma = _row_scale(M, Z)
+    rows = MOMHingeRows(M, Z / sigma)
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        path = solve_hinge_path(rows, np.asarray(lams, dtype=float) / sigma**2, 1.0 / rows.T, tol)
+    return [(w.reshape(rows.n, rows.d) / sigma, info) for w, info in path]
 
 
 def _solve_cvxpy(objective_and_constraints, what: str):

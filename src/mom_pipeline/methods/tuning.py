@@ -60,8 +60,9 @@ def _fit_cells_together(make_model, cells, Z, X_star, lp, basis, C):
 
     An estimator class with a ``fit_many(models, Z, X_star, lp=, basis=, C=)`` classmethod
     (SPO+: one oracle call per step for every cell) fits all the cells' models together;
-    its time is shared equally by the cells. When that joint fit raises, the cells are
-    fitted one by one instead, so that each error is recorded against its own cell.
+    its time is shared equally by the cells. A cell that fails alone carries its error as the
+    model's ``fit_error_``; when the joint fit itself raises, the cells are fitted one by one
+    instead, so that each error is recorded against its own cell.
     """
     if len(cells) < 2:
         return None, 0.0
@@ -134,6 +135,8 @@ def grid_search(make_model: Callable[..., CostModel], grid: dict[str, list], Z, 
         try:
             if prefitted is not None:
                 model = prefitted[i]
+                if getattr(model, "fit_error_", None) is not None:
+                    raise model.fit_error_  # this cell alone failed in the joint fit
             else:
                 model = _fit(make_model(**params), Z[train_idx], X_star[train_idx], lp_train, basis_train,
                              C[train_idx])

@@ -32,7 +32,7 @@ from .clarabel_qp import ball_block, solve_clarabel
 from .hinge_rows import HingeRowOperator
 from .hinge_newton import smoothed_hinge_start
 from .interior_point import box_qp, hinge_qp_ipm
-from .policy import restricted_qp_method
+from .policy import BOX_DUAL_GAP, restricted_qp_method
 
 
 def restricted_qp(rows: HingeRowOperator, lam: float, weight: float, working: np.ndarray, linear: np.ndarray,
@@ -60,7 +60,8 @@ def restricted_qp(rows: HingeRowOperator, lam: float, weight: float, working: np
     if method == "box_dual":
         # The dual: a box QP over the working rows with their k x k Gram matrix.
         try:
-            alpha = box_qp(rows.gram(index) / lam, rows.margins_of(index, gradient) / lam - 1.0, weight)
+            alpha = box_qp(rows.gram(index) / lam, rows.margins_of(index, gradient) / lam - 1.0, weight,
+                           gap_tol=BOX_DUAL_GAP)
             return (gradient + rows.weighted_sum_of(index, alpha)) / lam
         except RuntimeError:
             pass  # Clarabel is the fallback of both custom paths
@@ -152,7 +153,16 @@ def active_set_finish(rows: HingeRowOperator, lam: float, weight: float, u: np.n
     independent directions) or the guesses cycle: the working-set QP takes over.
     """
     v = 1.0 - u
-    margin, violated = (v > 0) & (v < mu), v >= mu
+    return active_set_from_guess(rows, lam, weight, (v > 0) & (v < mu), v >= mu, tol, max_steps)
+
+
+def active_set_from_guess(rows: HingeRowOperator, lam: float, weight: float, margin: np.ndarray,
+                          violated: np.ndarray, tol: float, max_steps: int = 25):
+    """`active_set_finish` from a given guess of the margin rows and the violated rows (boolean
+    masks over the rows; the rest are guessed satisfied): (w, steps), w None when it gives up.
+
+    A regularization path starts each constant from the sets of the previous one's optimum."""
+    margin, violated = margin.copy(), violated.copy()
     alpha_tol = 1e-9 * weight
     for step in range(1, max_steps + 1):
         gradient = weight * rows.weighted_sum(violated.astype(float))

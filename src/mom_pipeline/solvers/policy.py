@@ -10,8 +10,12 @@ path, on every machine):
       unknowns and p <= 1000: its Newton systems are p x p, O(k p^2) a step, while Clarabel
       factors the (p + 2k)-sized KKT system with a dense k x p block (linear MOM at small
       lam: thousands of working rows, a few hundred unknowns).
-    - "box_dual" (`interior_point.box_qp` on the dual) when p > max(2000, 2k): the dual is a
-      box QP with a k x k Gram matrix, far smaller than the primal (kernel features).
+    - "box_dual" (`interior_point.box_qp` on the dual) when p > max(2000, 2k), or when
+      p > 1000 (beyond the interior-point method) and k < p: the dual is a box QP with a
+      k x k Gram matrix, smaller than the primal (kernel features). A polynomial kernel MOM
+      of degree 4 (p = 21 x 70) over its lam path: 90.6 s with Clarabel, 63.9 s this way.
+      Stopped by its duality gap (BOX_DUAL_GAP, in the rescaled MOM objective's units) when
+      round-off keeps its residuals above their tolerance.
     - "clarabel" otherwise, and always with a ball constraint (a second-order cone).
   The custom paths fall back to Clarabel when they do not converge.
 * `newton_system(n_vars, n_curved)`: how a Newton step of the smoothed warm start is solved.
@@ -20,6 +24,8 @@ path, on every machine):
       p > 2000 or (p > 500 and 2|Q| < p);
     - "cg": conjugate gradients on the Hessian operator otherwise (many features and many
       curved rows).
+* `path_warm_start(n_vars, n_rows)`: whether a regularization path (`hinge_path`) starts each
+  constant from the previous optimum's active sets (else every constant is solved cold).
 
 * `block_ipm_fits(T, K, q, n, d)`: whether the block interior-point method
   (`block_hinge_ipm`) of a dual-formulation MOM problem (T blocks of K coupled rows on n
@@ -38,6 +44,8 @@ from typing import Literal
 INTERIOR_POINT_MAX_VARS = 1000
 # Restricted QP: the box-QP dual beyond this many unknowns (and more than twice the rows).
 BOX_DUAL_MIN_VARS = 2000
+# Box-QP dual: stopped when its duality gap (= the restricted hinge QP's) is below this.
+BOX_DUAL_GAP = 1e-10
 # Newton steps: a dense p x p Hessian up to this many unknowns.
 DENSE_NEWTON_MAX_VARS = 2000
 # Newton steps: Woodbury with at most this many curved rows ...
@@ -65,7 +73,7 @@ def restricted_qp_method(n_vars: int, n_rows: int, ball: bool) -> Literal["inter
     """The solver of a restricted hinge QP with `n_vars` unknowns and `n_rows` hinge rows."""
     if not ball and 2 * n_rows > n_vars and n_vars <= INTERIOR_POINT_MAX_VARS:
         return "interior_point"
-    if not ball and n_vars > max(BOX_DUAL_MIN_VARS, 2 * n_rows):
+    if not ball and (n_vars > max(BOX_DUAL_MIN_VARS, 2 * n_rows) or INTERIOR_POINT_MAX_VARS < n_vars > n_rows):
         return "box_dual"
     return "clarabel"
 
@@ -78,3 +86,15 @@ def newton_system(n_vars: int, n_curved: int) -> Literal["dense", "woodbury", "c
     if direct and not woodbury:
         return "dense"
     return "woodbury" if woodbury else "cg"
+
+
+# Regularization paths: start each constant from the previous optimum from this many unknowns
+# on (kernel MOM: 3-6x faster at small lam). Below, the smoothed Newton start is better: linear
+# MOM on shortest path (T = 1000, 240 unknowns, 16,000 rows) took 18.7 s warm vs 7.9 s cold
+# over its 9 lam values (loaded machine).
+PATH_WARM_START_MIN_VARS = 500
+
+
+def path_warm_start(n_vars: int, n_rows: int) -> bool:
+    """Whether a regularization path starts each constant from the previous optimum."""
+    return n_vars >= PATH_WARM_START_MIN_VARS

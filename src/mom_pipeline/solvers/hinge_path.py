@@ -1,0 +1,63 @@
+"""The hinge QP over a path of regularization constants, one exact solve per constant.
+
+    min_w  (lam/2) ||w||^2 + weight * sum_i max(0, 1 - h_i'w)      for every lam in `lams`
+
+The rows (and so every product and Gram block of them) do not depend on lam: a tuning grid
+over lam solves the same rows many times. The path solves the constants from the largest
+(where most rows are violated and the optimum is close to the closed form) to the smallest,
+and starts each from the previous optimum's margin rows and violated rows: the primal-dual
+active-set method (`hinge_working_set.active_set_from_guess`) then usually needs a few
+small linear systems instead of a warm start and a working-set loop. When it gives up (its
+margin rows are linearly dependent, or its guesses cycle) that constant is solved by
+`solve_working_set` started from the previous optimum (its working set: the rows near the
+previous margin; measured 3-6x faster than a cold start at lam <= 1e-5 on a kernel MOM of
+375 samples, which is where a lam grid spends its time); `policy.path_warm_start` says when
+either warm start is used (from 500 unknowns on: kernel features; linear MOM is solved cold).
+Each result is exact either way: the active-set method stops only when no row contradicts
+the optimality conditions (up to `tol` on the margins).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .hinge_rows import HingeRowOperator
+from .hinge_working_set import active_set_from_guess, solve_working_set
+from .policy import path_warm_start
+
+#: Rows of the previous optimum within this of the margin are guessed margin rows.
+MARGIN_GUESS = 1e-6
+
+
+def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, band: float = 1e-2,
+                     linear_below: float = 1e-2, max_rounds: int = 100) -> list[tuple[np.ndarray, dict]]:
+    """[(w, info)] for every lam of `lams` (in their given order), each the exact optimum.
+
+    Args as `solve_working_set` (no ball constraint: the path is for the unconstrained QP).
+    info adds path: "active_set" (the previous constant's active sets were right after a few
+    steps), "warm_working_set" (working set from the previous optimum) or "cold".
+    """
+    lams = np.asarray(lams, dtype=float)
+    results: list = [None] * lams.size
+    previous = None
+    for i in np.argsort(-lams, kind="stable"):
+        lam = float(lams[i])
+        if previous is not None and path_warm_start(rows.n_vars, rows.n_rows):
+            u = rows.margins(previous)
+            margin = np.abs(u - 1.0) <= MARGIN_GUESS
+            w, steps = active_set_from_guess(rows, lam, weight, margin, (u < 1.0) & ~margin, tol)
+            if w is not None:
+                results[i] = (w, dict(path="active_set", active_set_steps=steps, rounds=1, working_set=0,
+                                      restricted_solves=0, newton_steps=0, rows=int(rows.n_rows)))
+                previous = w
+                continue
+        # The working set from the previous optimum's rows near the margin: much smaller than a
+        # cold start's at small lam (where most time goes). From a closed-form optimum (no
+        # margin rows) the smoothed Newton start is the better guess.
+        warm = (previous is not None and path_warm_start(rows.n_vars, rows.n_rows)
+                and bool(np.any(np.abs(rows.margins(previous) - 1.0) <= MARGIN_GUESS)))
+        w, info = solve_working_set(rows, lam, weight, None, tol, previous if warm else None, band, linear_below,
+                                    max_rounds)
+        results[i] = (w, dict(info, path="warm_working_set" if warm else "cold"))
+        previous = w
+    return results

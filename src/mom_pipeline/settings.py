@@ -1,6 +1,13 @@
 """Kedro project settings."""
 
+import warnings
+
 from kedro.config import OmegaConfigLoader
+
+# A notice from third-party code that every `kedro` command would print and that a user cannot
+# act on (Kedro reads this module before it loads the plugins): omegaconf's rename of
+# register_new_resolver, which Kedro and kedro-mlflow still call.
+warnings.filterwarnings("ignore", message=r"register_new_resolver\(\) is deprecated", category=UserWarning)
 
 CONFIG_LOADER_CLASS = OmegaConfigLoader
 CONFIG_LOADER_ARGS = {
@@ -12,5 +19,6 @@ CONFIG_LOADER_ARGS = {
 }
 
 from mom_pipeline.hooks import RunReportHooks  # noqa: E402
+from mom_pipeline.tracking import TrackingHooks  # noqa: E402
 
-HOOKS = (RunReportHooks(),)
+HOOKS = (RunReportHooks(), TrackingHooks())

@@ -9,7 +9,7 @@ from mom_pipeline.experiments import TrialData, TrialSolutions, parse_spec
 from mom_pipeline.experiments.online import run_online_trial
 from mom_pipeline.experiments.compute import ComputeConfig, map_trials
 from mom_pipeline.experiments.train import parse_methods
-from mom_pipeline.reporting import online_summary, regret_curve_figure, regret_curve_plotly
+from mom_pipeline.reporting import online_summary, regret_curve_figure, regret_curve_plotly, trial_count
 
 
 def run_online(problem_data: list[TrialData], solutions: list[TrialSolutions], experiment: dict,
@@ -27,7 +27,7 @@ def report_online(online_steps: pd.DataFrame, experiment: dict):
     spec = parse_spec(experiment)
     summary = online_summary(online_steps)
     exclude = tuple(spec.extra.get("curves_exclude", ()))
-    title = f"Figure {spec.figure}: online {spec.problem.replace('_', ' ')}, {spec.trials} trials"
+    title = f"Figure {spec.figure}: online {spec.problem.replace('_', ' ')}, {trial_count(spec.trials)}"
     lines = [f"# {title}", "", "| method | final cumulative regret (mean ± 95% CI) | mistakes | final ||Theta||_F "
              "| seconds per trial |", "|---|---|---|---|---|"]
     for _, r in summary.iterrows():

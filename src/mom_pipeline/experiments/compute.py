@@ -63,7 +63,10 @@ def _backend(config: ComputeConfig, **options):
     import joblib
 
     if config.backend == "dask":
-        from dask.distributed import Client
+        try:
+            from dask.distributed import Client
+        except ImportError as error:
+            raise ImportError("compute.backend 'dask' needs dask.distributed: pip install -e '.[dask]'") from error
 
         with Client(config.dask_address) as client:
             log.info("dask: computing on %s (%d workers)", config.dask_address,

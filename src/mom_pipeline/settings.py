@@ -4,10 +4,12 @@ import warnings
 
 from kedro.config import OmegaConfigLoader
 
-# A notice from third-party code that every `kedro` command would print and that a user cannot
-# act on (Kedro reads this module before it loads the plugins): omegaconf's rename of
-# register_new_resolver, which Kedro and kedro-mlflow still call.
+# Deprecation notices from third-party code that `kedro run` / `kedro viz` would print and that
+# a user cannot act on (Kedro reads this module before it loads the plugins): omegaconf's rename
+# of register_new_resolver (called by Kedro and kedro-mlflow), FastAPI's of ORJSONResponse
+# (used by kedro-viz).
 warnings.filterwarnings("ignore", message=r"register_new_resolver\(\) is deprecated", category=UserWarning)
+warnings.filterwarnings("ignore", message=r"ORJSONResponse is deprecated")
 
 CONFIG_LOADER_CLASS = OmegaConfigLoader
 CONFIG_LOADER_ARGS = {

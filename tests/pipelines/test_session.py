@@ -44,7 +44,7 @@ def smoke_run(tmp_path_factory):
     os.environ["KEDRO_DISABLE_TELEMETRY"] = "true"
     bootstrap_project(root)
     with KedroSession.create(project_path=root, env="smoke") as session:
-        session.run(pipeline_name="__default__")
+        session.run(pipeline_names=["__default__"])
     return root
 
 
@@ -95,8 +95,10 @@ def test_notebook_redraws_a_figure(smoke_run):
 
 def test_run_is_tracked_in_mlflow(smoke_run):
     """The run's MLflow metrics equal its summary.csv; run id, parameters and artifacts are there."""
+    import mlflow
     from mlflow.tracking import MlflowClient
 
+    assert mlflow.active_run() is None  # the run is closed with the session
     client = MlflowClient(tracking_uri=local_tracking_uri(smoke_run))
     experiment = client.get_experiment_by_name("mom_pipeline")
     (run,) = client.search_runs([experiment.experiment_id])
@@ -147,7 +149,7 @@ def test_session_params_override(project_copy):
     bootstrap_project(project_copy)
     with KedroSession.create(project_path=project_copy, env="smoke",
                              runtime_params={"fig2": {"experiment": {"trials": 3}}}) as session:
-        session.run(pipeline_name="shortest_path", namespaces=["fig2"])
+        session.run(pipeline_names=["shortest_path"], namespaces=["fig2"])
     table = pd.read_parquet(_latest(project_copy / "data" / "03_primary" / "fig2" / "data_summary.parquet"))
     assert sorted(table["trial"]) == [0, 1, 2]
     assert not (project_copy / "data" / "03_primary" / "fig1").exists()

@@ -62,6 +62,11 @@ def floor_caption(floored: int) -> str:
             if floored else "log axis")
 
 
+def _caption(trials: pd.DataFrame, floored: int, log_scale: bool) -> str:
+    text = f"boxes over {trial_count(_n_trials(trials))}"
+    return f"{text}; {floor_caption(floored)}" if log_scale else text
+
+
 def boxplot_figure(trials: pd.DataFrame, title: str, metric: str = "mean_relative_loss",
                    ylabel: str = "relative loss (per-trial mean)", log_scale: bool = True):
     """One panel per setting value, one box per method over the trials, medians in black.
@@ -84,10 +89,7 @@ def boxplot_figure(trials: pd.DataFrame, title: str, metric: str = "mean_relativ
             ax.set_yscale("log")
     axes[0][0].set_ylabel(ylabel)
     fig.suptitle(title)
-    caption = f"boxes over {trial_count(_n_trials(trials))}; black line: median"
-    if log_scale:
-        caption += "; " + floor_caption(floored)
-    fig.text(0.5, 0.01, caption, ha="center", va="bottom", fontsize=7, color="0.35")
+    fig.text(0.5, 0.01, _caption(trials, floored, log_scale) + "; black line: median", ha="center", va="bottom", fontsize=7, color="0.35")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 
@@ -109,11 +111,10 @@ def boxplot_plotly(trials: pd.DataFrame, title: str, metric: str = "mean_relativ
         if log_scale:
             fig.update_yaxes(type="log", row=1, col=j)
     fig.update_yaxes(title_text=ylabel, row=1, col=1)
+    caption = dict(text=_caption(trials, floored, log_scale), xref="paper", yref="paper", x=0.5, y=-0.3,
+                   showarrow=False, font=dict(size=10, color="gray"), xanchor="center")
     fig.update_layout(title=title, boxmode="overlay", margin=dict(b=90),
-                      annotations=list(fig.layout.annotations) + (
-                          [dict(text=floor_caption(floored), xref="paper", yref="paper", x=1, y=-0.3,
-                                showarrow=False, font=dict(size=10, color="gray"), xanchor="right")]
-                          if log_scale else []))
+                      annotations=list(fig.layout.annotations) + [caption])
     return fig
 
 
@@ -145,9 +146,9 @@ def regret_curve_figure(online: pd.DataFrame, title: str, column: str = "cumulat
     ax_norm.legend(fontsize=8)
     ax_norm.grid(alpha=0.3)
     fig.suptitle(title)
-    fig.text(0.99, 0.01, f"bands: 95% confidence interval of the mean over {trial_count(online['trial'].nunique())}",
-             ha="right", va="bottom", fontsize=7, color="0.4")
-    fig.tight_layout()
+    fig.text(0.5, 0.01, f"bands: 95% confidence interval of the mean over {trial_count(online['trial'].nunique())}",
+             ha="center", va="bottom", fontsize=7, color="0.35")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 
 

@@ -139,10 +139,19 @@ def test_kedro_viz_renders_in_a_browser(smoke_run):
             assert {f"{fig}.figure_plotly", f"{fig}.summary_table", f"{fig}.metrics"} <= names
         assert {"train_models", "evaluate_models", "report_experiment", "track_metrics"} <= names
         assert not {n for n in names if n.startswith(("fig3", "fig5"))}  # only the shortest-path figures
-        page.locator("g.pipeline-node", has_text="fig1.figure_plotly").click()
+        page.locator("g.pipeline-node", has_text="fig1.figure_plotly").dispatch_event("click")
         plot = page.locator(".js-plotly-plot").first
         plot.wait_for(timeout=60_000)
         assert plot.locator("g.trace.boxes").count() >= 6
+        # the table preview holds the whole summary (a header and one row per method and setting) ...
+        summary = pd.read_csv(_latest(smoke_run / "data" / "08_reporting" / "fig1" / "summary.csv"))
+        page.locator("g.pipeline-node", has_text="fig1.summary_table").dispatch_event("click")
+        rows = page.locator("table tr")
+        rows.nth(len(summary)).wait_for(timeout=60_000)
+        assert rows.count() == len(summary) + 1
+        # ... and the markdown summary previews too
+        page.locator("g.pipeline-node", has_text="fig1.summary_markdown").dispatch_event("click")
+        page.get_by_text("median rel. loss").first.wait_for(timeout=60_000)
 
 
 def test_session_params_override(project_copy):

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable, Iterator
 
 from tqdm.auto import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,11 @@ class TrialProgress:
         self.started = time.perf_counter()
         self.bar = tqdm(total=total, desc=desc, leave=False, unit="trial") if progress_enabled() else None
         self.log_each = log_each and self.bar is None and not in_worker()
+        # While the bar is shown, console log lines are written through tqdm (above the bar)
+        # instead of over it.
+        self._redirect = logging_redirect_tqdm() if self.bar is not None else None
+        if self._redirect is not None:
+            self._redirect.__enter__()
 
     def eta(self) -> float:
         elapsed = time.perf_counter() - self.started
@@ -63,6 +69,8 @@ class TrialProgress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+            self._redirect.__exit__(None, None, None)
+            self.bar = self._redirect = None
 
 
 def progress(iterable: Iterable, desc: str = "", total: int | None = None, log_each: bool = False) -> Iterator:

@@ -1,4 +1,7 @@
-"""The fitted-models dataset: one file per trial, written once, and a versioned manifest.
+"""Project datasets: the fitted models of a figure (`TrialModelsDataset`) and a markdown file
+that kedro-viz previews (`MarkdownDataset`).
+
+The fitted-models dataset: one file per trial, written once, and a versioned manifest.
 
 ``{figure}.models`` in conf/base/catalog.yml. Saving takes a `TrainingPlan` (the training
 node's output): trials whose model file already exists and loads are reused (logged in the
@@ -12,12 +15,15 @@ manifest and its files stay complete.
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kedro.io.core import AbstractVersionedDataset, DatasetError, Version
+from kedro_datasets._typing import HTMLPreview
+from kedro_datasets.text import TextDataset
 
 from mom_pipeline.experiments.storage import StoredTrial, TrainingPlan, TrialStore
 
@@ -92,3 +98,12 @@ class TrialModelsDataset(AbstractVersionedDataset[TrainingPlan, TrialModels]):
             return Path(self._get_load_path()).exists()
         except DatasetError:
             return False
+
+
+class MarkdownDataset(TextDataset):
+    """A text dataset whose kedro-viz preview is the whole markdown file (monospaced, so the
+    pipe tables stay aligned)."""
+
+    def preview(self) -> HTMLPreview:
+        text = html.escape(self.load())
+        return HTMLPreview(f'<pre style="font-size:12px;white-space:pre">{text}</pre>')

@@ -1,11 +1,12 @@
-"""Project hooks: a log line with the time of every stage, and a run report per run."""
+"""Project hooks: a log line with the time of every stage, and a run report per run (failed
+runs included)."""
 
 from __future__ import annotations
 
-import datetime as dt
 import importlib.metadata
 import logging
 import platform
+import subprocess
 import time
 from pathlib import Path
 
@@ -14,8 +15,8 @@ from kedro.framework.hooks import hook_impl
 
 log = logging.getLogger(__name__)
 
-PACKAGES = ("kedro", "kedro-datasets", "kedro-viz", "numpy", "scipy", "pandas", "cvxpy", "clarabel", "highspy",
-            "scikit-learn", "matplotlib", "plotly")
+PACKAGES = ("kedro", "kedro-datasets", "kedro-viz", "kedro-mlflow", "mlflow", "numpy", "scipy", "pandas", "cvxpy",
+            "clarabel", "highspy", "scikit-learn", "matplotlib", "plotly")
 
 
 def package_versions() -> dict[str, str]:
@@ -37,53 +38,108 @@ def _plain(value):
     return value
 
 
+def git_state(project_path: str | Path) -> tuple[str, bool]:
+    """(commit, whether the work tree has uncommitted changes); ("unknown", False) outside git."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=project_path, capture_output=True, text=True, timeout=30)
+
+    try:
+        head = git("rev-parse", "HEAD")
+        if head.returncode != 0:
+            return "unknown", False
+        return head.stdout.strip(), bool(git("status", "--porcelain", "--untracked-files=no").stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        return "unknown", False
+
+
 class RunReportHooks:
-    """Times every node (logged as it finishes) and writes
-    data/08_reporting/run_reports/<timestamp>.md: parameters, package versions, timings."""
+    """Times every stage and writes data/08_reporting/run_reports/<run id>.md (the run id is
+    the save version of the run's datasets): status, git commit, parameters, package versions,
+    stage timings. A stage's time runs from the start of its node until its last output is
+    saved: training streams trials into the partitioned `models` dataset while it is saved."""
 
     def __init__(self):
         self._started: dict[str, float] = {}
+        self._unsaved: dict[str, set[str]] = {}
         self._timings: list[tuple[str, float]] = []
         self._run_started = 0.0
-        self._run_params: dict = {}
 
     @hook_impl
     def before_pipeline_run(self, run_params, pipeline, catalog):
         self._run_started = time.perf_counter()
-        self._timings = []
-        self._run_params = dict(run_params)
+        self._timings, self._started, self._unsaved = [], {}, {}
 
     @hook_impl
     def before_node_run(self, node):
         self._started[node.name] = time.perf_counter()
+        self._unsaved[node.name] = set(node.outputs)
+
+    def _finish(self, name: str) -> None:
+        seconds = time.perf_counter() - self._started.pop(name, time.perf_counter())
+        self._unsaved.pop(name, None)
+        self._timings.append((name, seconds))
+        log.info("stage %s took %.2f s", name, seconds)
 
     @hook_impl
     def after_node_run(self, node):
-        seconds = time.perf_counter() - self._started.pop(node.name, time.perf_counter())
-        self._timings.append((node.name, seconds))
-        log.info("stage %s took %.2f s", node.name, seconds)
+        if not node.outputs:
+            self._finish(node.name)
 
     @hook_impl
+    def after_dataset_saved(self, dataset_name, data, node):
+        pending = self._unsaved.get(node.name)
+        if pending is not None:
+            pending.discard(dataset_name)
+            if not pending:
+                self._finish(node.name)
+
+    @hook_impl(tryfirst=True)  # before kedro-mlflow closes the MLflow run
     def after_pipeline_run(self, run_params, pipeline, catalog):
+        self._write(run_params, catalog, status="succeeded")
+
+    @hook_impl(tryfirst=True)
+    def on_pipeline_error(self, error, run_params, pipeline, catalog):
+        self._write(run_params, catalog, status=f"FAILED: {type(error).__name__}: {error}")
+
+    def _write(self, run_params: dict, catalog, status: str) -> None:
         project = Path(run_params.get("project_path") or ".")
-        figures = sorted({name.split(".")[0] for name, _ in self._timings if "." in name})
+        run_id = run_params.get("run_id") or "unknown"
+        figures = sorted({name.split(".")[0] for name, _ in self._timings if "." in name}
+                         | {name.split(".")[0] for name in self._started if "." in name})
         try:
             parameters = catalog.load("parameters")
         except Exception:  # noqa: BLE001 - the report is best effort, never fails a run
             parameters = {}
         used = {fig: _plain(parameters[fig]) for fig in figures if fig in parameters}
-        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H.%M.%SZ")
+        commit, dirty = git_state(project)
         total = time.perf_counter() - self._run_started
-        lines = [f"# Run report {stamp}", "",
+        lines = [f"# Run report {run_id}", "",
+                 f"- status: {status}",
+                 f"- run id (save version of every versioned dataset): {run_id}",
+                 f"- git commit: {commit}{' (with uncommitted changes)' if dirty else ''}",
                  f"- command: pipelines={run_params.get('pipeline_names') or run_params.get('pipeline_name')}, "
                  f"namespaces={run_params.get('namespaces')}, env={run_params.get('env')}, "
                  f"runtime params={run_params.get('runtime_params') or run_params.get('extra_params')}",
-                 f"- total wall time: {total:.1f} s", "", "## Stage timings", "", "| node | seconds |", "|---|---|"]
+                 f"- total wall time: {total:.1f} s", "", "## Stage timings", "",
+                 "Each stage from the start of its node until its last output is saved.", "",
+                 "| node | seconds |", "|---|---|"]
         lines += [f"| {name} | {seconds:.2f} |" for name, seconds in self._timings]
+        lines += [f"| {name} | unfinished |" for name in self._started]
         lines += ["", "## Package versions", "", "| package | version |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in package_versions().items()]
         lines += ["", "## Parameters", "", "```yaml", yaml.safe_dump(used, sort_keys=False).rstrip(), "```", ""]
-        out = project / "data" / "08_reporting" / "run_reports" / f"{stamp}.md"
+        out = project / "data" / "08_reporting" / "run_reports" / f"{run_id}.md"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("\n".join(lines))
-        log.info("run report written to %s (total %.1f s)", out, total)
+        log.info("run report written to %s (%s, total %.1f s)", out, status.split(":")[0], total)
+        _log_artifact(out)
+
+
+def _log_artifact(path: Path) -> None:
+    """Attach `path` to the active MLflow run, if any."""
+    try:
+        import mlflow
+    except ImportError:
+        return
+    if mlflow.active_run() is not None:
+        mlflow.log_artifact(str(path))

@@ -1,8 +1,16 @@
 """Kedro project settings."""
 
+import warnings
 from typing import Any
 
 from kedro.config import OmegaConfigLoader
+
+# Deprecation notices from third-party code that `kedro run` / `kedro viz` would print and that
+# a user cannot act on (Kedro reads this module before it loads the plugins): omegaconf's rename
+# of register_new_resolver (called by Kedro and kedro-mlflow), FastAPI's of ORJSONResponse
+# (used by kedro-viz).
+warnings.filterwarnings("ignore", message=r"register_new_resolver\(\) is deprecated", category=UserWarning)
+warnings.filterwarnings("ignore", message=r"ORJSONResponse is deprecated")
 
 
 class ProjectConfigLoader(OmegaConfigLoader):
@@ -31,5 +39,6 @@ CONFIG_LOADER_ARGS = {
 
 from mom_pipeline.hooks import RunReportHooks  # noqa: E402
 from mom_pipeline.runtime_params import RuntimeParameterHooks  # noqa: E402
+from mom_pipeline.tracking import TrackingHooks  # noqa: E402
 
-HOOKS = (RunReportHooks(), RuntimeParameterHooks())
+HOOKS = (RunReportHooks(), RuntimeParameterHooks(), TrackingHooks())

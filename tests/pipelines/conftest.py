@@ -25,5 +25,6 @@ def project_copy(tmp_path):
     (tmp_path / "conf" / "local").mkdir()
     shutil.copy(PROJECT_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     (tmp_path / "data").mkdir()
+    (tmp_path / "logs").mkdir()  # conf/logging.yml's log file (the repository keeps the folder)
     (tmp_path / "src").mkdir()  # the package itself is installed; bootstrap only needs the folder
     return tmp_path

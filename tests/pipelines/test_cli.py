@@ -20,7 +20,7 @@ def test_cli_run_flags(project_copy, flags):
 
 
 def test_cli_params_override(project_copy):
-    result = subprocess.run([KEDRO, "run", "--env=smoke", "--pipeline=online", "--params", "fig5.experiment.trials=1"],
+    result = subprocess.run([KEDRO, "run", "--env=smoke", "--pipelines=online", "--params", "fig5.experiment.trials=1"],
                             cwd=project_copy, capture_output=True, text=True, timeout=600,
                             env={**os.environ, "KEDRO_DISABLE_TELEMETRY": "true"})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

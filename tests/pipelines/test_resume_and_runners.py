@@ -81,7 +81,7 @@ def test_parallel_runner_equals_sequential_runner(project_copy):
     tables = []
     for runner in (SequentialRunner(), ParallelRunner(max_workers=2)):
         with KedroSession.create(project_path=project_copy, env="smoke") as session:
-            session.run(pipeline_name="shortest_path", namespaces=["fig1"], runner=runner)
+            session.run(pipeline_names=["shortest_path"], namespaces=["fig1"], runner=runner)
         tables.append(_evaluation(project_copy))
     pd.testing.assert_frame_equal(tables[0], tables[1])
 
@@ -90,11 +90,11 @@ def test_dask_backend_equals_sequential_evaluation(project_copy):
     distributed = __import__("pytest").importorskip("distributed")
     bootstrap_project(project_copy)
     with KedroSession.create(project_path=project_copy, env="smoke") as session:
-        session.run(pipeline_name="shortest_path", namespaces=["fig1"])
+        session.run(pipeline_names=["shortest_path"], namespaces=["fig1"])
     sequential = _evaluation(project_copy)
     with distributed.LocalCluster(host="127.0.0.1", n_workers=2, threads_per_worker=1,
                                   dashboard_address=None) as cluster:
         runtime = {"compute": {"backend": "dask", "n_jobs": 2, "dask_address": cluster.scheduler_address}}
         with KedroSession.create(project_path=project_copy, env="smoke", runtime_params=runtime) as session:
-            session.run(pipeline_name="shortest_path", namespaces=["fig1"])
+            session.run(pipeline_names=["shortest_path"], namespaces=["fig1"])
     pd.testing.assert_frame_equal(sequential, _evaluation(project_copy))

@@ -12,7 +12,7 @@ from kedro.framework.startup import bootstrap_project
 def _run(project: Path, params: dict | None = None, **options):
     bootstrap_project(project)
     with KedroSession.create(project_path=project, env="smoke", runtime_params=params or {}) as session:
-        return session.run(pipeline_name="shortest_path", namespaces=["fig1"], **options)
+        return session.run(pipeline_names=["shortest_path"], namespaces=["fig1"], **options)
 
 
 def _latest(folder: Path) -> Path:

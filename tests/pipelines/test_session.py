@@ -1,12 +1,15 @@
 """Integration: KedroSession runs every registered pipeline on the smoke environment
-(data generation -> bases -> training -> evaluation -> reporting), the notebook redraws a
-figure from the catalog, and kedro-viz builds."""
+(data generation -> bases -> training -> evaluation -> reporting), the run is tracked in
+MLflow, the notebook redraws a figure from the catalog, and kedro-viz builds and renders in a
+browser."""
 
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import math
 
 import nbformat
 import pandas as pd
@@ -15,7 +18,10 @@ from kedro.framework.session import KedroSession
 from kedro.framework.startup import bootstrap_project
 from nbclient import NotebookClient
 
-from mom_pipeline.pipeline_registry import EXPERIMENTS, register_pipelines
+from mom_pipeline.pipeline_registry import EXPERIMENTS, ONLINE_FIGURES, register_pipelines
+from mom_pipeline.reporting import metric_name
+from mom_pipeline.reporting.tables import ONLINE_TRACKED_COLUMNS, TRACKED_COLUMNS
+from mom_pipeline.tracking import local_tracking_uri
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 FIGURES = sorted({f for figs in EXPERIMENTS.values() for f in figs})
@@ -38,7 +44,7 @@ def smoke_run(tmp_path_factory):
     os.environ["KEDRO_DISABLE_TELEMETRY"] = "true"
     bootstrap_project(root)
     with KedroSession.create(project_path=root, env="smoke") as session:
-        session.run(pipeline_name="__default__")
+        session.run(pipeline_names=["__default__"])
     return root
 
 
@@ -80,21 +86,79 @@ def test_notebook_redraws_a_figure(smoke_run):
     NotebookClient(notebook, timeout=300, kernel_name="python3",
                    resources={"metadata": {"path": str(smoke_run)}}).execute()
     assert (smoke_run / "data" / "08_reporting" / "fig1" / "notebook_redraw.png").stat().st_size > 0
+    assert "%load_ext kedro.ipython" in notebook.cells[1].source
+    draw = next(c for c in notebook.cells if "boxplot_figure" in c.source)
+    assert any("image/png" in out.get("data", {}) for out in draw.outputs), "the figure is not shown inline"
+    compare = notebook.cells[-1]
+    assert "comparing run" in "".join(out.get("text", "") for out in compare.outputs)
 
 
-def test_kedro_viz_build(smoke_run):
+def test_run_is_tracked_in_mlflow(smoke_run):
+    """The run's MLflow metrics equal its summary.csv; run id, parameters and artifacts are there."""
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    assert mlflow.active_run() is None  # the run is closed with the session
+    client = MlflowClient(tracking_uri=local_tracking_uri(smoke_run))
+    experiment = client.get_experiment_by_name("mom_pipeline")
+    (run,) = client.search_runs([experiment.experiment_id])
+    version = run.data.tags["kedro_run_id"]
+    assert run.data.tags["git_dirty"] in ("true", "false") and run.data.tags["git_commit"]
+    assert run.data.params["fig1.experiment.trials"] == "2"
+    for fig in FIGURES:
+        summary = pd.read_csv(smoke_run / "data" / "08_reporting" / fig / "summary.csv" / version / "summary.csv")
+        tracked = {k: v for k, v in run.data.metrics.items() if k.startswith(f"{fig}.")}
+        if fig in ONLINE_FIGURES:
+            expected = {metric_name(fig, r["method"], c): r[c] for _, r in summary.iterrows() for c in ONLINE_TRACKED_COLUMNS}
+        else:
+            expected = {metric_name(fig, r["method"], f"{r['setting']}_{r['setting_value']:g}", c): r[c]
+                        for _, r in summary.iterrows() for c in TRACKED_COLUMNS}
+        expected = {k: v for k, v in expected.items() if math.isfinite(v)}
+        assert expected and set(tracked) == set(expected), fig
+        for key, value in expected.items():
+            assert tracked[key] == pytest.approx(value, rel=1e-12, abs=1e-15), key
+        artifacts = {a.path for a in client.list_artifacts(run.info.run_id, fig)}
+        assert {f"{fig}/{n}" for n in ("summary.csv", "summary.md", "figure.png", "figure.json")} <= artifacts
+    assert f"{version}.md" in {a.path for a in client.list_artifacts(run.info.run_id)}  # the run report
+
+
+def test_kedro_viz_renders_in_a_browser(smoke_run):
+    """`kedro viz build --include-previews`, served over HTTP, in headless Chromium: the
+    shortest-path nodes are drawn and a plotly preview renders."""
     kedro = Path(sys.executable).parent / "kedro"
-    result = subprocess.run([str(kedro), "viz", "build"], cwd=smoke_run, capture_output=True, text=True,
-                            timeout=600, env={**os.environ, "KEDRO_DISABLE_TELEMETRY": "true"})
+    result = subprocess.run([str(kedro), "viz", "build", "--include-previews"], cwd=smoke_run, capture_output=True,
+                            text=True, timeout=600, env={**os.environ, "KEDRO_DISABLE_TELEMETRY": "true"})
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "Deprecat" not in result.stdout + result.stderr
     assert (smoke_run / "build" / "index.html").exists()
+    from viz_browser import open_viz
+
+    with open_viz(smoke_run / "build", "?pid=shortest_path&expandAllPipelines=true") as page:
+        names = {t.strip() for t in page.locator("g.pipeline-node").all_text_contents()}
+        for fig in EXPERIMENTS["shortest_path"]:
+            assert {f"{fig}.figure_plotly", f"{fig}.summary_table", f"{fig}.metrics"} <= names
+        assert {"train_models", "evaluate_models", "report_experiment", "track_metrics"} <= names
+        assert not {n for n in names if n.startswith(("fig3", "fig5"))}  # only the shortest-path figures
+        page.locator("g.pipeline-node", has_text="fig1.figure_plotly").dispatch_event("click")
+        plot = page.locator(".js-plotly-plot").first
+        plot.wait_for(timeout=60_000)
+        assert plot.locator("g.trace.boxes").count() >= 6
+        # the table preview holds the whole summary (a header and one row per method and setting) ...
+        summary = pd.read_csv(_latest(smoke_run / "data" / "08_reporting" / "fig1" / "summary.csv"))
+        page.locator("g.pipeline-node", has_text="fig1.summary_table").dispatch_event("click")
+        rows = page.locator("table tr")
+        rows.nth(len(summary)).wait_for(timeout=60_000)
+        assert rows.count() == len(summary) + 1
+        # ... and the markdown summary previews too
+        page.locator("g.pipeline-node", has_text="fig1.summary_markdown").dispatch_event("click")
+        page.get_by_text("median rel. loss").first.wait_for(timeout=60_000)
 
 
 def test_session_params_override(project_copy):
     bootstrap_project(project_copy)
     with KedroSession.create(project_path=project_copy, env="smoke",
                              runtime_params={"fig2": {"experiment": {"trials": 3}}}) as session:
-        session.run(pipeline_name="shortest_path", namespaces=["fig2"])
+        session.run(pipeline_names=["shortest_path"], namespaces=["fig2"])
     table = pd.read_parquet(_latest(project_copy / "data" / "03_primary" / "fig2" / "data_summary.parquet"))
     assert sorted(table["trial"]) == [0, 1, 2]
     assert not (project_copy / "data" / "03_primary" / "fig1").exists()

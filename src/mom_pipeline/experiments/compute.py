@@ -13,7 +13,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, StrictBool, StrictInt, model_validator
 
-from .progress import progress
+from .progress import TrialProgress
 from .spec import SpecError, StrictModel
 from .storage import KEEP_MODELS
 
@@ -92,7 +92,10 @@ def _backend(config: ComputeConfig, **options):
     import joblib
 
     if config.backend == "dask":
-        from dask.distributed import Client
+        try:
+            from dask.distributed import Client
+        except ImportError as error:
+            raise ImportError("compute.backend 'dask' needs dask.distributed: pip install -e '.[dask]'") from error
 
         with Client(config.dask_address) as client:
             log.info("dask: computing on %s (%d workers)", config.dask_address,
@@ -107,13 +110,7 @@ def _backend(config: ComputeConfig, **options):
 
 def map_trials(fn: Callable, items: Iterable, config: ComputeConfig, desc: str = "") -> list:
     """[fn(*item) for item in items] on the configured backend, results in input order."""
-    items = list(items)
-    if not config.parallel:
-        return [fn(*item) for item in progress(items, desc=desc)]
-    import joblib
-
-    with _backend(config) as parallel:
-        return parallel(joblib.delayed(fn)(*item) for item in progress(items, desc=desc))
+    return list(imap_trials(fn, items, config, desc=desc))
 
 
 def imap_trials(fn: Callable, items: Iterable, config: ComputeConfig, desc: str = "") -> Iterator:
@@ -122,19 +119,22 @@ def imap_trials(fn: Callable, items: Iterable, config: ComputeConfig, desc: str 
     The workers stay busy while the caller consumes results (joblib's generator mode): at
     most `config.max_in_flight()` items are dispatched ahead of the one the caller waits for,
     so only a few results are in memory at once (a trial's random forest at T = 5000 is
-    150 MB)."""
+    150 MB). The main process reports progress (a bar on a terminal, else a log line per
+    finished trial with an ETA); the workers stay silent."""
     items = list(items)
-    bar = progress(range(len(items)), desc=desc)
-    done = iter(bar)
-    if not config.parallel:
-        for item in items:
-            result = fn(*item)
-            next(done, None)
-            yield result
-        return
-    import joblib
+    tracker = TrialProgress(len(items), desc)
+    try:
+        if not config.parallel:
+            for item in items:
+                result = fn(*item)
+                tracker.update()
+                yield result
+            return
+        import joblib
 
-    with _backend(config, return_as="generator", pre_dispatch=config.max_in_flight()) as parallel:
-        for result in parallel(joblib.delayed(fn)(*item) for item in items):
-            next(done, None)
-            yield result
+        with _backend(config, return_as="generator", pre_dispatch=config.max_in_flight()) as parallel:
+            for result in parallel(joblib.delayed(fn)(*item) for item in items):
+                tracker.update()
+                yield result
+    finally:
+        tracker.close()

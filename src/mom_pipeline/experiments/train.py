@@ -30,7 +30,6 @@ from ..methods.registry import UnknownMethodError, method_entry
 from ..methods.tuning import radius_grid
 from .data import TrialData, TrialSolutions
 from .identity import check_same_trial
-from .progress import progress_enabled
 from .spec import ExperimentSpec, MethodConfig, SpecError
 from .storage import StoredTrial, lighten
 
@@ -98,8 +97,7 @@ def train_method(spec: ExperimentSpec, config: MethodConfig, trial: TrialData, s
                              tuning_scores=pd.DataFrame({"mean_relative_loss": [np.nan]}))
     started = time.perf_counter()
     result = grid_search(make, grid, data.train.Z, solutions.train.x, data.lp, data.train.C,
-                         basis=basis, problem=spec.problem, random_state=seed, on_error="nan",
-                         progress=progress_enabled())
+                         basis=basis, problem=spec.problem, random_state=seed, on_error="nan")
     tuning_seconds = time.perf_counter() - started
     model = result.best_model
     # The final refit on all training samples: total time minus the time of the grid cells.
@@ -115,7 +113,8 @@ def train_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolution
     started = time.perf_counter()
     out = {cfg.label: dataclasses.replace(train_method(spec, cfg, trial, solutions), data_key=trial.key)
            for cfg in parse_methods(spec)}
-    log.info("%s: setting %s=%s trial %d trained %d methods in %.1f s", spec.name, spec.sweep_param,
+    # debug: runs in a worker; the main process logs each finished trial with an ETA
+    log.debug("%s: setting %s=%s trial %d trained %d methods in %.1f s", spec.name, spec.sweep_param,
              trial.setting_value, trial.trial, len(out), time.perf_counter() - started)
     return out
 

@@ -1,15 +1,21 @@
 """Tables and figures from evaluation tables (matplotlib PNG and plotly JSON)."""
 
-from .figures import boxplot_figure, boxplot_plotly, regret_curve_figure, regret_curve_plotly
-from .tables import online_markdown, online_summary, summary_markdown, summary_table
+from .figures import boxplot_figure, boxplot_plotly, regret_curve_figure, regret_curve_plotly, setting_label, trial_count
+from .tables import (metric_name, online_markdown, online_metrics, online_summary, summary_markdown, summary_metrics,
+                     summary_table)
 
 __all__ = [
     "boxplot_figure",
     "boxplot_plotly",
+    "metric_name",
     "online_markdown",
+    "online_metrics",
     "online_summary",
     "regret_curve_figure",
     "regret_curve_plotly",
     "summary_markdown",
+    "summary_metrics",
+    "setting_label",
     "summary_table",
+    "trial_count",
 ]

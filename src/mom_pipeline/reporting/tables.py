@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -100,3 +102,34 @@ def online_markdown(summary: pd.DataFrame, title: str, excluded: tuple[str, ...]
         lines += ["", f"The curves figure leaves out {', '.join(excluded)} (as the paper does: its regret grows "
                   "linearly and would flatten the other curves); the table and the plotly figure include it."]
     return "\n".join(lines) + "\n"
+
+
+# What each figure reports to the experiment tracker, per method and setting.
+TRACKED_COLUMNS = ("median_relative_loss", "normalized_regret", "exact_rate", "median_fit_seconds")
+ONLINE_TRACKED_COLUMNS = ("final_cumulative_regret", "final_mistakes", "seconds")
+
+
+def metric_name(*parts) -> str:
+    """A tracker-safe metric name: parts joined by '.', characters outside [A-Za-z0-9_-./ :]
+    replaced ('SPO+' -> 'SPOplus')."""
+    text = ".".join(str(p).replace("+", "plus") for p in parts)
+    return re.sub(r"[^/\w.\- :]", "_", text)
+
+
+def summary_metrics(summary: pd.DataFrame) -> dict[str, dict]:
+    """`summary_table` as tracker metrics: `<method>.<setting>_<value>.<column>` -> value
+    (step 0), for every column of TRACKED_COLUMNS; NaN values are left out."""
+    out = {}
+    for _, r in summary.iterrows():
+        for column in TRACKED_COLUMNS:
+            value = float(r[column])
+            if np.isfinite(value):
+                out[metric_name(r["method"], f"{r['setting']}_{r['setting_value']:g}", column)] = {"value": value,
+                                                                                                   "step": 0}
+    return out
+
+
+def online_metrics(summary: pd.DataFrame) -> dict[str, dict]:
+    """`online_summary` as tracker metrics: `<method>.<column>` -> value (step 0)."""
+    return {metric_name(r["method"], column): {"value": float(r[column]), "step": 0}
+            for _, r in summary.iterrows() for column in ONLINE_TRACKED_COLUMNS if np.isfinite(float(r[column]))}

@@ -21,7 +21,7 @@ def _run(project, pipeline, **runtime):
     bootstrap_project(project)
     with contextlib.chdir(project), KedroSession.create(project_path=project, env="smoke",
                                                         runtime_params=runtime or None) as session:
-        session.run(pipeline_name=pipeline)
+        session.run(pipeline_names=[pipeline])
 
 
 def test_example_end_to_end(project_copy):

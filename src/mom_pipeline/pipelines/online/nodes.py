@@ -9,7 +9,7 @@ from mom_pipeline.experiments import ExperimentSpec, TrialData, TrialSolutions, 
 from mom_pipeline.experiments.online import run_online_trial
 from mom_pipeline.experiments.compute import ComputeConfig, map_trials
 from mom_pipeline.experiments.identity import check_generated, check_same_trial
-from mom_pipeline.reporting import online_markdown, online_summary, regret_curve_figure, regret_curve_plotly
+from mom_pipeline.reporting import online_markdown, online_summary, regret_curve_figure, regret_curve_plotly, trial_count
 
 
 def run_online(problem_data: list[TrialData], solutions: list[TrialSolutions], experiment: ExperimentSpec,
@@ -29,7 +29,7 @@ def report_online(online_steps: pd.DataFrame, experiment: ExperimentSpec):
     spec = parse_spec(experiment)  # Kedro hands over the parsed spec: a no-op then
     summary = online_summary(online_steps)
     exclude = spec.curves_exclude
-    title = f"Figure {spec.figure}: online {spec.problem.replace('_', ' ')}, {spec.trials} trials"
+    title = f"Figure {spec.figure}: online {spec.problem.replace('_', ' ')}, {trial_count(spec.trials)}"
     markdown = online_markdown(summary, title, exclude)
     figure = regret_curve_figure(online_steps, title, exclude=exclude)
     plotly_figure = regret_curve_plotly(online_steps, title)

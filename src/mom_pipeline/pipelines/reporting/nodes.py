@@ -7,11 +7,11 @@ import pandas as pd
 
 from mom_pipeline.experiments import ExperimentSpec, parse_spec
 from mom_pipeline.experiments.identity import check_tables
-from mom_pipeline.reporting import boxplot_figure, boxplot_plotly, summary_markdown, summary_table
+from mom_pipeline.reporting import boxplot_figure, boxplot_plotly, summary_markdown, summary_table, trial_count
 
 
 def _title(spec) -> str:
-    what = f"{spec.problem.replace('_', ' ')}, {spec.trials} trials"
+    what = f"{spec.problem.replace('_', ' ')}, {trial_count(spec.trials)}"
     return f"Figure {spec.figure}: {what}" if spec.figure else f"{spec.name}: {what}"
 
 
@@ -21,7 +21,7 @@ def report_experiment(evaluation: pd.DataFrame, trial_summary: pd.DataFrame, exp
     check_tables(spec, evaluation, trial_summary)
     summary = summary_table(evaluation, trial_summary)
     notes = (f"Problem: {spec.problem}; swept: {spec.sweep_param} in {list(spec.sweep_values)}; fixed: {spec.fixed}; "
-             f"{spec.trials} trials; seed {spec.seed}; bases: {spec.basis_mode}. Relative loss as the paper defines it.")
+             f"{trial_count(spec.trials)}; seed {spec.seed}; bases: {spec.basis_mode}. Relative loss as the paper defines it.")
     markdown = summary_markdown(summary, _title(spec), notes)
     figure = boxplot_figure(trial_summary, _title(spec))
     plotly_figure = boxplot_plotly(trial_summary, _title(spec))

@@ -1,0 +1,64 @@
+"""Figures: log axis with the floor stated, visible medians, the paper's labels, plotly boxes
+centred on their labels, regret bands; tracker metric names."""
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+
+from mom_pipeline.reporting import boxplot_figure, boxplot_plotly, metric_name, regret_curve_plotly, trial_count
+from mom_pipeline.reporting.figures import LOG_FLOOR, MEDIAN_COLOR
+
+
+@pytest.fixture()
+def trials():
+    rng = np.random.default_rng(0)
+    rows = [dict(setting="alpha_bar", setting_value=v, trial=t, method=m, mean_relative_loss=loss)
+            for v in (0.1, 3.0) for t in range(3) for m, loss in (("OLS", rng.uniform(0.01, 0.1)),
+                                                                  ("MOM", 0.0 if t == 0 else rng.uniform(1e-3, 1e-2)))]
+    return pd.DataFrame(rows)
+
+
+def test_trial_count():
+    assert trial_count(1) == "1 trial" and trial_count(3) == "3 trials"
+
+
+def test_boxplot_log_axis_floor_medians_and_labels(trials):
+    fig = boxplot_figure(trials, "t")
+    axes = fig.axes
+    assert [ax.get_yscale() for ax in axes] == ["log", "log"]
+    assert [ax.get_title() for ax in axes] == ["attack power = 0.1", "attack power = 3"]
+    texts = " ".join(t.get_text() for t in fig.texts)
+    assert "2 value(s) below" in texts and "3 trials" in texts  # the zero of trial 0 in each panel
+    medians = [line for line in axes[0].lines if line.get_color() == MEDIAN_COLOR and line.get_linewidth() == 2]
+    assert len(medians) == 2  # one per box, drawn thick in black over the coloured boxes
+    # the floored zero is drawn at the floor (the whisker's end), not dropped
+    assert min(np.min(line.get_ydata()) for line in axes[0].lines if len(line.get_ydata())) == pytest.approx(LOG_FLOOR)
+    linear = boxplot_figure(trials, "t", log_scale=False)
+    assert linear.axes[0].get_yscale() == "linear"
+    matplotlib.pyplot.close("all")
+
+
+def test_plotly_boxes_centred_on_their_labels(trials):
+    fig = boxplot_plotly(trials, "t")
+    boxes = [trace for trace in fig.data if trace.type == "box"]
+    assert len(boxes) == 4  # 2 methods x 2 settings
+    for trace in boxes:
+        assert set(trace.x) == {trace.name} and len(trace.y) == 3
+    assert fig.layout.boxmode == "overlay"
+    assert fig.layout.yaxis.type == "log" and fig.layout.yaxis2.type == "log"
+    assert min(min(t.y) for t in boxes) == pytest.approx(LOG_FLOOR)
+
+
+def test_regret_curves_have_bands():
+    steps = pd.DataFrame([dict(method=m, trial=t, step=s, cumulative_relative_regret=s * (1 + t) * w, theta_norm=1.0)
+                          for m, w in (("A", 1.0), ("B", 2.0)) for t in range(3) for s in range(5)])
+    fig = regret_curve_plotly(steps, "t")
+    bands = [t for t in fig.data if t.fill == "toself"]
+    assert [b.name for b in bands] == ["A 95% CI", "B 95% CI"]
+    assert all(np.ptp(b.y) > 0 for b in bands)
+
+
+def test_metric_names_are_tracker_safe():
+    assert metric_name("SPO+", "degree_4", "exact_rate") == "SPOplus.degree_4.exact_rate"
+    assert metric_name("a=b", "x") == "a_b.x"

@@ -90,7 +90,6 @@ class _LinearBaseline(_RegressionBaseline):
 class OLS(_LinearBaseline):
     """Least squares  min_Theta sum_t ||Theta z_t - c_t||^2  without intercept."""
 
-
     def _regressor(self):
         return LinearRegression(fit_intercept=False)
 
@@ -104,7 +103,6 @@ class Ridge(_LinearBaseline):
     a constant feature, whose coefficient is penalized like the others.
     """
 
-
     def __init__(self, lam: float = 1.0):
         self.lam = lam
 
@@ -114,7 +112,6 @@ class Ridge(_LinearBaseline):
 
 class RandomForest(_RegressionBaseline):
     """scikit-learn's RandomForestRegressor fitted on all n outputs at once (multi-output)."""
-
 
     def __init__(self, n_estimators: int = 100, max_depth: int | None = None, min_samples_leaf: int = 1,
                  random_state: int = 0, n_jobs: int = 1):
@@ -144,7 +141,6 @@ class KernelRidgeCost(_RegressionBaseline):
     scikit-learn's ``gamma`` is therefore the INVERSE of the ``gamma`` here. ``degree`` is
     ignored by the RBF kernel.
     """
-
 
     def __init__(self, kernel: str = "poly", lam: float = 1.0, degree: int = 2, gamma: float = 1.0):
         self.kernel = kernel

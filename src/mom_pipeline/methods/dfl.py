@@ -186,7 +186,6 @@ class PFYL(_DecisionFocusedModel):
         n_steps_: the number of Adam steps (one batched oracle call each).
     """
 
-
     def __init__(self, sigma: float = 1.0, n_perturbations: int = 10, step_size: float = 0.01, lam: float = 0.0,
                  batch_size: int = 32, n_epochs: int = 10, random_state: int = 0):
         self.sigma = sigma
@@ -223,7 +222,6 @@ class DBB(_DecisionFocusedModel):
         coef_: (n, d) Theta.  loss_history_: the mean interpolated loss of each batch.
         n_steps_: the number of Adam steps (two batched oracle calls each).
     """
-
 
     def __init__(self, lam_interp: float = 10.0, step_size: float = 0.01, lam: float = 0.0, batch_size: int = 32,
                  n_epochs: int = 10, random_state: int = 0):

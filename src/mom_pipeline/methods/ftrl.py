@@ -43,7 +43,6 @@ class FTRLMOM(_OnlinePass):
     ``lambdas_`` (T,) lam_t, ``solve_info_`` (list of the solver's info dicts, one per refit).
     """
 
-
     def __init__(self, refit_every: int = 1, dense_steps: int = 100, warm_start: bool = True, solver: str = "fast",
                  max_lambda: float | None = None, radius: float | None = None, warm_band: float = 0.02,
                  use_average: bool = False, progress: bool = False):

@@ -30,7 +30,6 @@ def _check_solutions(X_star, T: int, n: int) -> np.ndarray:
     return check_samples("X_star", X_star, T, n)
 
 
-
 class MOM(LinearCostModel):
     """Maximum Optimality Margin: c_hat = Theta z learned from observed optimal solutions.
 

@@ -212,7 +212,6 @@ class OnlineMOM(_OnlinePass):
         progress: show a tqdm progress bar.
     """
 
-
     def __init__(self, step_size: float = 0.1, radius: float | None = None, step_schedule: str = "constant",
                  use_average: bool = False, progress: bool = False):
         self.step_size = step_size
@@ -255,7 +254,6 @@ class Perceptron(_OnlinePass):
         use_average: predict with the mean of Theta_1..Theta_{T+1}.
         progress: show a tqdm progress bar.
     """
-
 
     def __init__(self, threshold: float = 0.5, use_average: bool = False, progress: bool = False):
         self.threshold = threshold
@@ -314,7 +312,6 @@ class SuboptimalityOGD(_OnlinePass):
         random_state: seed of the random initialization.
         use_average, progress: as in `OnlineMOM`.
     """
-
 
     def __init__(self, step_size: float = 0.1, radius: float | None = None, step_schedule: str = "constant",
                  init: str = "random", init_scale: float = 1.0, random_state=0, use_average: bool = False,

@@ -21,6 +21,7 @@ from pathlib import Path
 from kedro.framework.hooks import hook_impl
 
 from mom_pipeline.hooks import git_state
+from mom_pipeline.reporting.tables import metric_name
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,18 @@ def saved_path(dataset):
     return getattr(dataset, "_filepath", None)
 
 
+def flatten_parameters(prefix: str, value) -> dict[str, str]:
+    """`value` (a typed spec, a mapping or a plain value) as MLflow parameters `prefix.key...`."""
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(mode="json")
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            out.update(flatten_parameters(f"{prefix}.{key}", item))
+        return out
+    return {metric_name(prefix): str(value)[:6000]}  # MLflow's names ('SPO+' -> 'SPOplus') and length limit
+
+
 class TrackingHooks:
     """See the module docstring."""
 
@@ -115,6 +128,15 @@ class TrackingHooks:
         commit, dirty = git_state(run_params.get("project_path") or ".")
         mlflow.set_tags({"kedro_run_id": run_params.get("run_id") or "", "git_commit": commit,
                          "git_dirty": str(dirty).lower()})
+        # The run's parameters, flattened (fig1.experiment.trials, ...). Logged here because the
+        # plugin flattens plain dicts only, and experiment specs reach the nodes as typed models.
+        flat = {}
+        for name in sorted(pipeline.inputs()):
+            if name.startswith("params:"):
+                flat.update(flatten_parameters(name.removeprefix("params:"), catalog.load(name)))
+        items = list(flat.items())
+        for start in range(0, len(items), 100):  # MLflow takes at most 100 parameters per call
+            mlflow.log_params(dict(items[start:start + 100]))
 
     @hook_impl
     def after_dataset_saved(self, dataset_name, data, node):

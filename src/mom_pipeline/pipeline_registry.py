@@ -1,6 +1,6 @@
 """Project pipelines: one namespaced instance of an experiment template per paper figure.
 
-The stage pipelines under pipelines/ are templates (they read ``params:experiment``), so
+The experiment templates (`pipelines/experiment/pipeline.py`) read ``params:experiment``, so
 the registry composes them explicitly rather than through ``find_pipelines()``: Kedro
 1.x filters ``find_pipelines`` by the pipeline names given on the command line, which
 here are composites (``shortest_path``), not folders.
@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from kedro.pipeline import Pipeline
 
-from mom_pipeline.pipelines import basis_extraction, data_generation, evaluation, inverse, online, reporting, training
-from mom_pipeline.pipelines import dfl_benchmark
+from mom_pipeline.pipelines import dfl_benchmark, experiment, inverse
 
 # Which paper figures each registered pipeline reproduces (docs/paper_notes.md's table).
 EXPERIMENTS = {
@@ -25,21 +24,10 @@ EXPERIMENTS = {
 ONLINE_FIGURES = {"fig5"}
 
 
-def experiment_template() -> Pipeline:
-    """data generation -> basis extraction -> training -> LP evaluation -> reporting."""
-    return (data_generation.create_pipeline() + basis_extraction.create_pipeline() + training.create_pipeline()
-            + evaluation.create_pipeline() + reporting.create_pipeline())
-
-
-def online_template() -> Pipeline:
-    """data generation -> basis extraction -> online passes -> reporting."""
-    return data_generation.create_pipeline() + basis_extraction.create_pipeline() + online.create_pipeline()
-
-
 def figure_pipeline(figure: str) -> Pipeline:
     """The template under the namespace `figure`: datasets `<figure>.<name>`, parameters
     `params:<figure>.experiment`; ``params:compute`` and ``params:storage`` are shared by every figure."""
-    template = online_template() if figure in ONLINE_FIGURES else experiment_template()
+    template = experiment.online_pipeline() if figure in ONLINE_FIGURES else experiment.create_pipeline()
     shared = {"params:compute", "params:storage"} & template.inputs()
     return Pipeline(template, namespace=figure, parameters={name: name for name in shared})
 

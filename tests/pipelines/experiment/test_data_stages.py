@@ -7,7 +7,7 @@ from kedro.runner import SequentialRunner
 from mom_pipeline.lp import reduced_cost_operator, reduced_costs
 from kedro.pipeline import Pipeline
 
-from mom_pipeline.pipelines import basis_extraction, data_generation
+from mom_pipeline.pipelines.experiment import data_pipeline
 
 
 class KeptDataset(MemoryDataset):
@@ -21,7 +21,7 @@ def _run(figure, params):
     catalog = DataCatalog({f"params:{figure}.experiment": MemoryDataset(params[figure]["experiment"])})
     for name in ("problem_data", "solutions", "data_summary", "basis_summary"):
         catalog[f"{figure}.{name}"] = KeptDataset(copy_mode="assign")
-    stages = Pipeline(data_generation.create_pipeline() + basis_extraction.create_pipeline(), namespace=figure)
+    stages = Pipeline(data_pipeline(), namespace=figure)
     SequentialRunner().run(stages, catalog)
     return {name: catalog.load(f"{figure}.{name}") for name in ("problem_data", "solutions", "basis_summary")}
 

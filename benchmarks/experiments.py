@@ -29,7 +29,7 @@ PIPELINE_OF = {"fig1": "shortest_path", "fig2": "shortest_path", "fig7": "shorte
 def run_figure(figure: str, env: str, params: str | None) -> tuple[float, float, int]:
     """(wall seconds, peak resident memory of the process tree in GB, return code)."""
     kedro = str(Path(sys.executable).parent / "kedro")
-    command = [kedro, "run", f"--pipeline={PIPELINE_OF[figure]}", f"--namespaces={figure}", f"--env={env}"]
+    command = [kedro, "run", f"--pipelines={PIPELINE_OF[figure]}", f"--namespaces={figure}", f"--env={env}"]
     # train every trial: finished trials of an earlier run would otherwise be reused, not timed
     command += ["--params", ",".join(p for p in ("storage.resume=false", params) if p)]
     started = time.perf_counter()

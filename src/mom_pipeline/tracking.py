@@ -96,10 +96,15 @@ class TrackingHooks:
 
     def __init__(self):
         self._catalog = None
-        self._set_uri = False
+        self._set_uri = None  # the URI this hook put into MLFLOW_TRACKING_URI, until it is removed
 
     @hook_impl(tryfirst=True)  # before kedro-mlflow reads the tracking URI
     def after_context_created(self, context):
+        if self._set_uri is not None and os.environ.get("MLFLOW_TRACKING_URI") == self._set_uri:
+            # Left by a session that failed before its catalog was created (another project,
+            # or another run in the same process): it must not decide this session's store.
+            os.environ.pop("MLFLOW_TRACKING_URI")
+        self._set_uri = None
         config = _mlflow_config(context)
         configured = (config.get("server") or {}).get("mlflow_tracking_uri")
         if configured or os.environ.get("MLFLOW_TRACKING_URI"):
@@ -110,14 +115,14 @@ class TrackingHooks:
         # kedro-mlflow falls back on this variable; it is removed again once the plugin has
         # set the URI, so that another project in the same process gets its own store.
         os.environ["MLFLOW_TRACKING_URI"] = uri
-        self._set_uri = True
+        self._set_uri = uri
 
     @hook_impl
     def after_catalog_created(self, catalog):
         self._catalog = catalog
-        if self._set_uri:
+        if self._set_uri is not None:
             os.environ.pop("MLFLOW_TRACKING_URI", None)
-            self._set_uri = False
+            self._set_uri = None
 
     @hook_impl(trylast=True)  # after kedro-mlflow has started the run
     def before_pipeline_run(self, run_params, pipeline, catalog):

@@ -42,7 +42,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 # Every benchmark: the hot paths against references timed in the same run (a few minutes),
-# then the end-to-end wall time and peak memory of every paper figure (about 25 minutes).
+# then the end-to-end wall time, peak memory and disk of every paper figure (hours at the full
+# tuning protocol: docs/benchmarks.md).
 bench: bench-methods bench-inverse bench-experiments
 
 bench-methods: $(STAMP)

@@ -22,7 +22,6 @@ take Adam steps of size ``step_size`` (as PyEPO's reference experiments train th
 
 from __future__ import annotations
 
-import math
 from typing import ClassVar
 
 import numpy as np

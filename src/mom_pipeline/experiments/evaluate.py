@@ -10,6 +10,17 @@ from .identity import check_same_trial
 from .spec import ExperimentSpec
 from .train import TrainedMethod
 
+# A trial summary's columns besides the keys and normalized regret: name -> (column of the
+# per-sample evaluation, how a trial aggregates it).
+TRIAL_SUMMARY_COLUMNS = {
+    "mean_relative_loss": ("relative_loss", "mean"),
+    "median_relative_loss": ("relative_loss", "median"),
+    "mean_relative_loss_released": ("relative_loss_released", "mean"),
+    "exact_rate": ("exact", "mean"),
+    "fit_seconds": ("fit_seconds", "first"),
+    "n_test": ("sample", "size"),
+}
+
 
 def evaluate_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolutions,
                    trained: dict[str, TrainedMethod]) -> pd.DataFrame:
@@ -47,14 +58,6 @@ def trial_summary(evaluation: pd.DataFrame) -> pd.DataFrame:
     regret, exact rate, fit time."""
     keys = ["experiment", "setting", "setting_value", "trial", "method"]
     keys += [c for c in ("generation", "data_key") if c in evaluation]
-    grouped = evaluation.groupby(keys, sort=False)
-    out = grouped.agg(
-        mean_relative_loss=("relative_loss", "mean"),
-        median_relative_loss=("relative_loss", "median"),
-        mean_relative_loss_released=("relative_loss_released", "mean"),
-        exact_rate=("exact", "mean"),
-        fit_seconds=("fit_seconds", "first"),
-        n_test=("sample", "size"),
-    )
+    out = evaluation.groupby(keys, sort=False).agg(**TRIAL_SUMMARY_COLUMNS)
     out["normalized_regret"] = normalized_regret_by(evaluation, keys)
     return out.reset_index()

@@ -1,7 +1,8 @@
 """The estimator interface shared by every method (scikit-learn conventions).
 
-Hyperparameters live in ``__init__``; learned state ends with an underscore; ``fit``
-returns self; ``get_params``/``set_params`` come from scikit-learn's BaseEstimator so a
+Hyperparameters are declared as annotated class fields under `estimator_hyperparameters`,
+which writes the ``__init__`` that only stores them (scikit-learn's rule); learned state ends
+with an underscore; ``fit`` returns self; ``get_params``/``set_params`` come from scikit-learn's BaseEstimator so a
 tuning grid is a plain dict of parameter lists.
 
 Every method predicts costs c_hat = f(z); decisions come from solving the LP with the
@@ -12,13 +13,32 @@ solutions X* (every MOM variant, the perceptron: inverse LP works).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import ClassVar, TypeVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
 from ..checks import finite_samples
 from ..lp import LPSolution, StandardFormLP
+
+_Estimator = TypeVar("_Estimator", bound=type)
+
+
+def estimator_hyperparameters(cls: _Estimator | None = None, *, keyword_only: bool = False):
+    """Class decorator: the annotated class fields become the estimator's keyword hyperparameters.
+
+    The generated ``__init__`` stores each argument unchanged under its own name, which is what
+    scikit-learn's `get_params`, `set_params` and `clone` read through the ``__init__`` signature.
+    BaseEstimator's repr is kept (``repr=False``) and estimators compare by identity (``eq=False``),
+    as scikit-learn's do. Class-level constants that are not hyperparameters need ``ClassVar``.
+    ``keyword_only=True`` on a base class puts its shared hyperparameters after a subclass's own
+    in the signature, as keyword-only arguments.
+    """
+    def declare(klass: _Estimator) -> _Estimator:
+        return dataclass(eq=False, repr=False, kw_only=keyword_only)(klass)
+
+    return declare if cls is None else declare(cls)
 
 
 class MissingCostsError(ValueError):

@@ -26,7 +26,7 @@ from sklearn.linear_model import LinearRegression
 from sklearn.linear_model import Ridge as SkRidge
 
 from ..lp import StandardFormLP
-from .base import CostModel, LinearCostModel, NotFittedError, check_features, check_samples, resolve_lp
+from .base import CostModel, LinearCostModel, NotFittedError, estimator_hyperparameters, check_features, check_samples, resolve_lp
 
 KERNELS = ("poly", "rbf")
 
@@ -94,6 +94,7 @@ class OLS(_LinearBaseline):
         return LinearRegression(fit_intercept=False)
 
 
+@estimator_hyperparameters
 class Ridge(_LinearBaseline):
     """Ridge regression  min_Theta (1/2) sum_t ||Theta z_t - c_t||^2 + (lam/2) ||Theta||_F^2.
 
@@ -103,23 +104,21 @@ class Ridge(_LinearBaseline):
     a constant feature, whose coefficient is penalized like the others.
     """
 
-    def __init__(self, lam: float = 1.0):
-        self.lam = lam
+    lam: float = 1.0
 
     def _regressor(self):
         return SkRidge(alpha=float(self.lam), fit_intercept=False)
 
 
+@estimator_hyperparameters
 class RandomForest(_RegressionBaseline):
     """scikit-learn's RandomForestRegressor fitted on all n outputs at once (multi-output)."""
 
-    def __init__(self, n_estimators: int = 100, max_depth: int | None = None, min_samples_leaf: int = 1,
-                 random_state: int = 0, n_jobs: int = 1):
-        self.n_estimators = n_estimators
-        self.max_depth = max_depth
-        self.min_samples_leaf = min_samples_leaf
-        self.random_state = random_state
-        self.n_jobs = n_jobs
+    n_estimators: int = 100
+    max_depth: int | None = None
+    min_samples_leaf: int = 1
+    random_state: int = 0
+    n_jobs: int = 1
 
     def _regressor(self):
         return RandomForestRegressor(n_estimators=self.n_estimators, max_depth=self.max_depth,
@@ -127,6 +126,7 @@ class RandomForest(_RegressionBaseline):
                                      n_jobs=self.n_jobs)
 
 
+@estimator_hyperparameters
 class KernelRidgeCost(_RegressionBaseline):
     """Kernel ridge regression of c on z with the paper's kernels.
 
@@ -142,11 +142,10 @@ class KernelRidgeCost(_RegressionBaseline):
     ignored by the RBF kernel.
     """
 
-    def __init__(self, kernel: str = "poly", lam: float = 1.0, degree: int = 2, gamma: float = 1.0):
-        self.kernel = kernel
-        self.lam = lam
-        self.degree = degree
-        self.gamma = gamma
+    kernel: str = "poly"
+    lam: float = 1.0
+    degree: int = 2
+    gamma: float = 1.0
 
     def _check_params(self) -> None:
         if self.kernel not in KERNELS:
@@ -223,6 +222,7 @@ def spo_plus_loss(C_hat, C, X_star, lp: StandardFormLP) -> tuple[np.ndarray, np.
     return loss, 2.0 * (X_star - solution.x)
 
 
+@estimator_hyperparameters
 class SPOPlus(LinearCostModel):
     """Linear c_hat = Theta z trained on the SPO+ loss (Elmachtoub and Grigas, 2022).
 
@@ -246,14 +246,12 @@ class SPOPlus(LinearCostModel):
 
     needs_costs: ClassVar[bool] = True
 
-    def __init__(self, lam: float = 1e-3, step_size: float = 0.1, batch_size: int = 5, n_steps: int = 2000,
-                 n_epochs: int | None = None, random_state: int = 0):
-        self.lam = lam
-        self.step_size = step_size
-        self.batch_size = batch_size
-        self.n_steps = n_steps
-        self.n_epochs = n_epochs
-        self.random_state = random_state
+    lam: float = 1e-3
+    step_size: float = 0.1
+    batch_size: int = 5
+    n_steps: int = 2000
+    n_epochs: int | None = None
+    random_state: int = 0
 
     def _batches(self, n_samples: int, rng: np.random.Generator):
         """Index arrays of the mini-batches in step order."""

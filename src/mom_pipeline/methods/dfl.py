@@ -28,7 +28,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..lp import StandardFormLP
-from .base import LinearCostModel, check_features, check_samples, resolve_lp
+from .base import LinearCostModel, check_features, check_samples, estimator_hyperparameters, resolve_lp
 
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
@@ -77,10 +77,16 @@ def dbb_loss(C_hat, C, lp: StandardFormLP, lam_interp) -> tuple[np.ndarray, np.n
     return (value[1] - value[0]) / lam_interp, (x[1] - x[0]) / lam_interp[:, None]
 
 
+@estimator_hyperparameters(keyword_only=True)
 class _DecisionFocusedModel(LinearCostModel):
-    """Shared training loop of `PFYL` and `DBB`: subclasses give `_stacked_loss`."""
+    """Shared training loop and hyperparameters of `PFYL` and `DBB`: subclasses give `_stacked_loss`."""
 
     needs_costs: ClassVar[bool] = True
+    step_size: float = 0.01
+    lam: float = 0.0
+    batch_size: int = 32
+    n_epochs: int = 10
+    random_state: int = 0
 
     def _check_hyperparameters(self) -> None:
         if int(self.batch_size) < 1 or int(self.n_epochs) < 1:
@@ -174,6 +180,7 @@ def _adam_lockstep(models: list[_DecisionFocusedModel], Z, C, X_star, lp: Standa
         model.n_steps_ = step
 
 
+@estimator_hyperparameters
 class PFYL(_DecisionFocusedModel):
     """Linear c_hat = Theta z trained on the perturbed Fenchel-Young loss (Berthet et al., 2020).
 
@@ -185,15 +192,8 @@ class PFYL(_DecisionFocusedModel):
         n_steps_: the number of Adam steps (one batched oracle call each).
     """
 
-    def __init__(self, sigma: float = 1.0, n_perturbations: int = 10, step_size: float = 0.01, lam: float = 0.0,
-                 batch_size: int = 32, n_epochs: int = 10, random_state: int = 0):
-        self.sigma = sigma
-        self.n_perturbations = n_perturbations
-        self.step_size = step_size
-        self.lam = lam
-        self.batch_size = batch_size
-        self.n_epochs = n_epochs
-        self.random_state = random_state
+    sigma: float = 1.0
+    n_perturbations: int = 10
 
     def _check_hyperparameters(self) -> None:
         super()._check_hyperparameters()
@@ -213,6 +213,7 @@ class PFYL(_DecisionFocusedModel):
         return pfyl_loss(C_hat, X_star, lp, np.tile(noise, (k, 1, 1)), sigmas)
 
 
+@estimator_hyperparameters
 class DBB(_DecisionFocusedModel):
     """Linear c_hat = Theta z trained by differentiable black-box optimization (Vlastelica et al.,
     2020) on the decision loss c'x(c_hat), interpolation strength ``lam_interp``.
@@ -222,14 +223,7 @@ class DBB(_DecisionFocusedModel):
         n_steps_: the number of Adam steps (two batched oracle calls each).
     """
 
-    def __init__(self, lam_interp: float = 10.0, step_size: float = 0.01, lam: float = 0.0, batch_size: int = 32,
-                 n_epochs: int = 10, random_state: int = 0):
-        self.lam_interp = lam_interp
-        self.step_size = step_size
-        self.lam = lam
-        self.batch_size = batch_size
-        self.n_epochs = n_epochs
-        self.random_state = random_state
+    lam_interp: float = 10.0
 
     def _check_hyperparameters(self) -> None:
         super()._check_hyperparameters()

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .base import estimator_hyperparameters
 from .mom_solve import solve_hinge_qp, solve_mom
 from .online import _IteratePath, _OnlinePass
 
 
+@estimator_hyperparameters
 class FTRLMOM(_OnlinePass):
     """Follow-the-regularized-leader MOM, the paper's Algorithm 4.
 
@@ -43,18 +45,15 @@ class FTRLMOM(_OnlinePass):
     ``lambdas_`` (T,) lam_t, ``solve_info_`` (list of the solver's info dicts, one per refit).
     """
 
-    def __init__(self, refit_every: int = 1, dense_steps: int = 100, warm_start: bool = True, solver: str = "fast",
-                 max_lambda: float | None = None, radius: float | None = None, warm_band: float = 0.02,
-                 use_average: bool = False, progress: bool = False):
-        self.refit_every = refit_every
-        self.dense_steps = dense_steps
-        self.warm_start = warm_start
-        self.solver = solver
-        self.max_lambda = max_lambda
-        self.radius = radius
-        self.warm_band = warm_band
-        self.use_average = use_average
-        self.progress = progress
+    refit_every: int = 1
+    dense_steps: int = 100
+    warm_start: bool = True
+    solver: str = "fast"
+    max_lambda: float | None = None
+    radius: float | None = None
+    warm_band: float = 0.02
+    use_average: bool = False
+    progress: bool = False
 
     def _check(self) -> None:
         if int(self.refit_every) != self.refit_every or self.refit_every < 1:

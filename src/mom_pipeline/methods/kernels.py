@@ -31,7 +31,7 @@ from sklearn.kernel_approximation import Nystroem
 from sklearn.metrics.pairwise import euclidean_distances, polynomial_kernel, rbf_kernel
 
 from ..lp import StandardFormLP
-from .base import CostModel, NotFittedError, check_features
+from .base import CostModel, NotFittedError, check_features, estimator_hyperparameters
 from .mom import MOM
 
 KERNELS = ("poly", "rbf")
@@ -54,6 +54,7 @@ def kernel_matrix(X, Y, kernel: str = "poly", degree: int = 2, gamma: float = 1.
     return np.exp(-euclidean_distances(X, Y) / gamma)
 
 
+@estimator_hyperparameters
 class KernelFeatures(TransformerMixin, BaseEstimator):
     """Kernel features of contexts against the training contexts (or Nystroem landmarks).
 
@@ -61,16 +62,14 @@ class KernelFeatures(TransformerMixin, BaseEstimator):
     n_features_out_ = T_train, or n_components when set.
     """
 
-    def __init__(self, kernel: str = "poly", degree: int = 2, gamma: float = 1.0, n_components: int | None = None,
-                 random_state=0, rbf_norm: str = "squared", feature_map: str = "landmarks", normalize: bool = True):
-        self.kernel = kernel
-        self.degree = degree
-        self.gamma = gamma
-        self.n_components = n_components
-        self.random_state = random_state
-        self.rbf_norm = rbf_norm
-        self.feature_map = feature_map
-        self.normalize = normalize
+    kernel: str = "poly"
+    degree: int = 2
+    gamma: float = 1.0
+    n_components: int | None = None
+    random_state: int | None = 0
+    rbf_norm: str = "squared"
+    feature_map: str = "landmarks"
+    normalize: bool = True
 
     def _check_params(self) -> None:
         if self.kernel not in KERNELS:
@@ -131,6 +130,7 @@ class KernelFeatures(TransformerMixin, BaseEstimator):
         return self._kernel(Z, self.reference_) / self.scale_
 
 
+@estimator_hyperparameters
 class KernelMOM(CostModel):
     """MOM on kernel features: c_hat = Theta phi(z), phi from `KernelFeatures`.
 
@@ -143,22 +143,18 @@ class KernelMOM(CostModel):
 
     needs_costs = False
 
-    def __init__(self, kernel: str = "poly", degree: int = 2, gamma: float = 1.0, lam: float = 1e-2,
-                 n_components: int | None = None, solver: str = "fast", formulation: str = "basis",
-                 random_state=0, rbf_norm: str = "squared", feature_map: str = "landmarks",
-                 radius: float | None = None, normalize: bool = True):
-        self.kernel = kernel
-        self.degree = degree
-        self.gamma = gamma
-        self.lam = lam
-        self.n_components = n_components
-        self.solver = solver
-        self.formulation = formulation
-        self.random_state = random_state
-        self.rbf_norm = rbf_norm
-        self.feature_map = feature_map
-        self.radius = radius
-        self.normalize = normalize
+    kernel: str = "poly"
+    degree: int = 2
+    gamma: float = 1.0
+    lam: float = 1e-2
+    n_components: int | None = None
+    solver: str = "fast"
+    formulation: str = "basis"
+    random_state: int | None = 0
+    rbf_norm: str = "squared"
+    feature_map: str = "landmarks"
+    radius: float | None = None
+    normalize: bool = True
 
     def _features(self) -> KernelFeatures:
         return KernelFeatures(kernel=self.kernel, degree=self.degree, gamma=self.gamma, n_components=self.n_components,

@@ -13,7 +13,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..lp import StandardFormLP
-from .base import LinearCostModel, check_features, check_samples, resolve_lp
+from .base import LinearCostModel, check_features, check_samples, estimator_hyperparameters, resolve_lp
 from .mom_dual import dual_formulation_objective, solve_dual_formulation
 from .mom_problem import (SUPPORT_TOL, hinge_rows, mom_hinge_loss, mom_objective, operators_of_bases,
                           optimality_margins, support_mask)
@@ -30,6 +30,7 @@ def _check_solutions(X_star, T: int, n: int) -> np.ndarray:
     return check_samples("X_star", X_star, T, n)
 
 
+@estimator_hyperparameters
 class MOM(LinearCostModel):
     """Maximum Optimality Margin: c_hat = Theta z learned from observed optimal solutions.
 
@@ -48,13 +49,11 @@ class MOM(LinearCostModel):
 
     needs_costs: ClassVar[bool] = False
 
-    def __init__(self, lam: float = 1e-2, solver: str = "auto", formulation: str = "basis",
-                 radius: float | None = None, tol: float = 1e-8):
-        self.lam = lam
-        self.solver = solver
-        self.formulation = formulation
-        self.radius = radius
-        self.tol = tol
+    lam: float = 1e-2
+    solver: str = "auto"
+    formulation: str = "basis"
+    radius: float | None = None
+    tol: float = 1e-8
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
         """Fit from features Z (T, d) and observed optimal solutions X_star (T, n) or bases (T, m).

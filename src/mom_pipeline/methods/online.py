@@ -43,7 +43,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..lp import StandardFormLP, reduced_cost_operator
-from .base import LinearCostModel, check_features, resolve_lp
+from .base import LinearCostModel, check_features, estimator_hyperparameters, resolve_lp
 
 STEP_SCHEDULES = ("constant", "decreasing")
 REGRET_SCALES = ("l2", "objective")
@@ -195,6 +195,7 @@ class _OnlinePass(LinearCostModel):
         self.cumulative_relative_regret_ = np.cumsum(self.relative_regret_)
 
 
+@estimator_hyperparameters
 class OnlineMOM(_OnlinePass):
     """Online MOM, the paper's Algorithm 2 (projected online subgradient descent on the hinge
     loss l(Theta) = sum_k max(0, 1 - (M_t Theta z_t)_k)); also the offline baseline MOM-OGD.
@@ -212,13 +213,11 @@ class OnlineMOM(_OnlinePass):
         progress: show a tqdm progress bar.
     """
 
-    def __init__(self, step_size: float = 0.1, radius: float | None = None, step_schedule: str = "constant",
-                 use_average: bool = False, progress: bool = False):
-        self.step_size = step_size
-        self.radius = radius
-        self.step_schedule = step_schedule
-        self.use_average = use_average
-        self.progress = progress
+    step_size: float = 0.1
+    radius: float | None = None
+    step_schedule: str = "constant"
+    use_average: bool = False
+    progress: bool = False
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None, regret_scale: str = "l2"):
         Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C, regret_scale)
@@ -236,6 +235,7 @@ class OnlineMOM(_OnlinePass):
         return self
 
 
+@estimator_hyperparameters
 class Perceptron(_OnlinePass):
     """The optimality-driven perceptron, the paper's Algorithm 3 (separable data).
 
@@ -255,10 +255,9 @@ class Perceptron(_OnlinePass):
         progress: show a tqdm progress bar.
     """
 
-    def __init__(self, threshold: float = 0.5, use_average: bool = False, progress: bool = False):
-        self.threshold = threshold
-        self.use_average = use_average
-        self.progress = progress
+    threshold: float = 0.5
+    use_average: bool = False
+    progress: bool = False
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None, regret_scale: str = "l2"):
         Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C, regret_scale)
@@ -286,6 +285,7 @@ class Perceptron(_OnlinePass):
         return self
 
 
+@estimator_hyperparameters
 class SuboptimalityOGD(_OnlinePass):
     """Online gradient descent on the suboptimality loss l_sub(Theta) = <Theta, (x*_t - x_t) z_t'>
     (Barmann et al. 2018; Chen and Kilinc-Karzan 2020), the paper's foil in "Discussions":
@@ -313,17 +313,14 @@ class SuboptimalityOGD(_OnlinePass):
         use_average, progress: as in `OnlineMOM`.
     """
 
-    def __init__(self, step_size: float = 0.1, radius: float | None = None, step_schedule: str = "constant",
-                 init: str = "random", init_scale: float = 1.0, random_state=0, use_average: bool = False,
-                 progress: bool = False):
-        self.step_size = step_size
-        self.radius = radius
-        self.step_schedule = step_schedule
-        self.init = init
-        self.init_scale = init_scale
-        self.random_state = random_state
-        self.use_average = use_average
-        self.progress = progress
+    step_size: float = 0.1
+    radius: float | None = None
+    step_schedule: str = "constant"
+    init: str = "random"
+    init_scale: float = 1.0
+    random_state: int | None = 0
+    use_average: bool = False
+    progress: bool = False
 
     def _initial_theta(self, lp: StandardFormLP, d: int) -> np.ndarray:
         """Theta_1 (n, d); a random one is drawn orthogonal to the costs that no LP of the family

@@ -11,7 +11,7 @@ export KEDRO_DISABLE_TELEMETRY := true
 export DO_NOT_TRACK := 1
 export MPLBACKEND := Agg
 
-.PHONY: run test bench bench-methods bench-inverse bench-experiments bench-text-features install lock viz clean-venv clean-data data-size
+.PHONY: run test bench bench-methods bench-inverse bench-experiments bench-footprint bench-text-features install lock viz clean-venv clean-data data-size
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,11 @@ bench-inverse: $(STAMP)
 bench-experiments: $(STAMP)
 	$(BIN)/python benchmarks/experiments.py --figures fig1,fig2,fig3,fig4,fig5,fig6,fig7
 	$(BIN)/python scripts/training_profile.py
+
+# The disk footprint of a whole paper run in minutes: every figure with its trials, sizes and
+# stored artefacts, but one grid cell per method (conf/footprint; docs/runs_and_storage.md).
+bench-footprint: $(STAMP)
+	$(BIN)/python benchmarks/experiments.py --env footprint --figures fig1,fig2,fig3,fig4,fig5,fig6,fig7
 
 # The knapsack figures again on the paper text's features U[0,1]^4 (a sensitivity run; its
 # reports go to data/08_reporting/text_features/, see docs/results.md).

@@ -7,6 +7,8 @@ the basis formulation; on degenerate LPs (shortest path) it does not have to pic
 
 from __future__ import annotations
 
+import time
+
 import clarabel
 import numpy as np
 import scipy.sparse as sp
@@ -68,6 +70,7 @@ def solve_dual_formulation_path(A, basis, X, Z, lams) -> list[tuple[np.ndarray, 
     solutions, start = [None] * len(order), None
     for index in order:
         lam = float(lams[index])
+        started = time.perf_counter()
         try:
             with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
                 W, U, info = block_hinge_qp(M, rows_on_u, Z / sigma, lam / sigma**2, 1.0 / T, start=start)
@@ -84,6 +87,7 @@ def solve_dual_formulation_path(A, basis, X, Z, lams) -> list[tuple[np.ndarray, 
         r_basic = np.zeros((T, basis.shape[1]))
         r_basic[sample_of_u, position_of_u] = U[sample_of_u, slot]
         info.update(_flows(A, X, info.pop("multipliers"), row_columns), warm_start=bool(index != order[0]),
+                    solve_seconds=time.perf_counter() - started,
                     equality_rows=int(support_mask(X).sum()), margin_rows=int(T * K + sample_of_u.size),
                     free_reduced_costs=int(sample_of_u.size), solver="block_ipm")
         solutions[index] = (W / sigma, _duals(A, basis, Z, W / sigma, r_basic), info)

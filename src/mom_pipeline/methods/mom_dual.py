@@ -46,6 +46,13 @@ def solve_dual_formulation_path(A, basis, X, Z, lams) -> list[tuple[np.ndarray, 
     start, `block_hinge_qp(start=...)`). A lam whose block solve fails goes to Clarabel and the
     next one starts cold.
     """
+    # One BLAS thread throughout: batched small factorizations, which a multi-threaded BLAS on
+    # a loaded machine slows down many times over.
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        return _solve_path(A, basis, X, Z, lams)
+
+
+def _solve_path(A, basis, X, Z, lams) -> list[tuple[np.ndarray, np.ndarray, dict]]:
     Z = np.asarray(Z, dtype=float)
     A = np.asarray(A, dtype=float)
     T = Z.shape[0]
@@ -72,8 +79,7 @@ def solve_dual_formulation_path(A, basis, X, Z, lams) -> list[tuple[np.ndarray, 
         lam = float(lams[index])
         started = time.perf_counter()
         try:
-            with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
-                W, U, info = block_hinge_qp(M, rows_on_u, Z / sigma, lam / sigma**2, 1.0 / T, start=start)
+            W, U, info = block_hinge_qp(M, rows_on_u, Z / sigma, lam / sigma**2, 1.0 / T, start=start)
         except RuntimeError as error:
             # Free reduced costs that no row bounds from above (a direction of u along which
             # every margin grows) make the barrier problem unbounded and the block method

@@ -11,12 +11,14 @@ one large sparse KKT system; here every Newton step eliminates the u_t block by 
 
     S = lam I + sum_t kron(F_t'F_t, z_t z_t')     (F_t: see `_newton_solver`),
 
-formed with one matrix product over the blocks. Cost per step: O(T (K + q)^2 (q + n) + T K n^2 +
-T n^2 d^2 + (n d)^3), memory O(T n^2 + (n d)^2): dense in n, meant for up to a few hundred
+formed with one matrix product over the blocks, chunk by chunk. Cost per step:
+O(T (K + q)^2 (K + q + n) + T K n^2 + T n^2 d^2 + (n d)^3); memory O(T (K + q)(q + n) + (n d)^2)
+plus one chunk of temporaries (CHUNK_BYTES): dense in n, meant for up to a few hundred
 unknowns per block (`policy.block_ipm_fits` decides what MOM hands it).
 
 Mehrotra's predictor-corrector on  H w + s - 1 = t >= 0 (multipliers alpha) and s >= 0
-(multipliers nu = weight - alpha), as `interior_point.hinge_qp_ipm`. It stops when the primal and
+(multipliers nu = weight - alpha), as `interior_point.hinge_qp_ipm`, with Gondzio's centrality
+correctors on short steps and iterative refinement of every Newton solve. It stops when the primal and
 dual residuals are below `tol` (relative) and the complementarity t'alpha + s'nu, which is then
 the duality gap, is below gap_tol * max(|objective|, GAP_FLOOR).
 """
@@ -30,7 +32,8 @@ from .interior_point import longest_step
 
 # Newton steps factor the blocks in chunks of about this many bytes of temporaries.
 CHUNK_BYTES = 2**27
-# Gondzio centrality correctors per Newton step (each one more solve with the same factors).
+# Gondzio centrality correctors per Newton step (each one more solve with the same factors),
+# tried when the corrected Mehrotra step is shorter than CORRECTED_BELOW.
 CENTRALITY_CORRECTORS = 2
 CORRECTED_BELOW = 0.5
 # Iterative-refinement steps per Newton solve.
@@ -38,7 +41,7 @@ REFINEMENTS = 1
 # The duality gap is measured relative to the objective, or to this when the objective is
 # smaller (objectives of 1e-4 at lam = 1e-6: relative to 1 the gap allowed 1e-6 errors there).
 GAP_FLOOR = 1e-6
-# A warm start's slacks and multipliers are this far (relative) from their bounds.
+# A warm start's slacks are shifted by this much off 0 (multipliers start centred).
 WARM_SHIFT = 1e-2
 
 

@@ -114,3 +114,15 @@ def test_warm_started_lambda_path_matches_cvxpy_and_single_fits(name):
         reference = MOM(lam=model.lam, formulation="dual", solver="cvxpy").fit(trial.train.Z, X, lp=trial.lp)
         assert model.objective_ == pytest.approx(reference.objective_, rel=1e-6)
         assert model.objective_ == pytest.approx(single.objective_, rel=1e-6)
+
+
+def test_a_step_that_overflows_ends_in_a_solution_not_an_error():
+    """Noiseless PyEPO-style costs (20 samples, degree 4): a warm-started step once overflowed
+    (e below 1e-300 on a row) and cho_solve raised on the infinities; the breakdown handling
+    must take over and the fit still reach the reference optimum."""
+    trial = generate_shortest_path(20, 0, degree=4, eps_bar=0.0, cost_formula="pyepo", seed=5)
+    X = trial.lp.solve(trial.train.C).x
+    model = MOM.fit_many([MOM(lam=1e-2, formulation="dual")], trial.train.Z, X, lp=trial.lp)[0]
+    reference = MOM(lam=1e-2, formulation="dual", solver="cvxpy").fit(trial.train.Z, X, lp=trial.lp)
+    assert np.isfinite(model.coef_).all()
+    assert model.objective_ == pytest.approx(reference.objective_, rel=1e-6)

@@ -190,27 +190,34 @@ def block_hinge_qp(M: np.ndarray, N: np.ndarray, Z: np.ndarray, lam: float, weig
             found = (d_W, d_U, d_alpha, d_nu, (rc_t - t * d_alpha) / alpha, (rc_s - s * d_nu) / nu)
             return found, longest_step((alpha, d_alpha), (nu, d_nu), (t, found[4]), (s, found[5]))
 
-        (_, _, d_alpha, d_nu, d_t, d_s), step = direction(-t * alpha, -s * nu)
-        mu_affine = (np.sum((t + step * d_t) * (alpha + step * d_alpha))
-                     + np.sum((s + step * d_s) * (nu + step * d_nu))) / (2 * k)
-        target = (mu_affine / mu) ** 3 * mu
-        rc_t, rc_s = target - t * alpha - d_t * d_alpha, target - s * nu - d_s * d_nu
-        found, step = direction(rc_t, rc_s)
-        for _ in range(CENTRALITY_CORRECTORS if step < CORRECTED_BELOW else 0):
-            # Gondzio's centrality corrector: aim at a longer step and pull the complementarity
-            # products that step would leave far from the target back into [0.1, 10] x target.
-            aim = min(1.0, 1.5 * step + 0.1)
-            d_alpha, d_nu, d_t, d_s = found[2:]
-            products_t = (t + aim * d_t) * (alpha + aim * d_alpha)
-            products_s = (s + aim * d_s) * (nu + aim * d_nu)
-            pull_t = np.clip(products_t, 0.1 * target, 10 * target) - products_t
-            pull_s = np.clip(products_s, 0.1 * target, 10 * target) - products_s
-            corrected, corrected_step = direction(rc_t + np.maximum(pull_t, -10 * target),
-                                                  rc_s + np.maximum(pull_s, -10 * target))
-            if corrected_step < step + 0.1 * (aim - step):
-                break
-            found, step = corrected, corrected_step
-            rc_t, rc_s = rc_t + np.maximum(pull_t, -10 * target), rc_s + np.maximum(pull_s, -10 * target)
+        # Round-off can overflow a step at the very end (e below 1e-300 on some row): then
+        # the breakdown test below decides, as when the factorization fails.
+        try:
+            (_, _, d_alpha, d_nu, d_t, d_s), step = direction(-t * alpha, -s * nu)
+            mu_affine = (np.sum((t + step * d_t) * (alpha + step * d_alpha))
+                         + np.sum((s + step * d_s) * (nu + step * d_nu))) / (2 * k)
+            target = (mu_affine / mu) ** 3 * mu
+            rc_t, rc_s = target - t * alpha - d_t * d_alpha, target - s * nu - d_s * d_nu
+            found, step = direction(rc_t, rc_s)
+            for _ in range(CENTRALITY_CORRECTORS if step < CORRECTED_BELOW else 0):
+                # Gondzio's centrality corrector: aim at a longer step and pull the complementarity
+                # products that step would leave far from the target back into [0.1, 10] x target.
+                aim = min(1.0, 1.5 * step + 0.1)
+                d_alpha, d_nu, d_t, d_s = found[2:]
+                products_t = (t + aim * d_t) * (alpha + aim * d_alpha)
+                products_s = (s + aim * d_s) * (nu + aim * d_nu)
+                pull_t = np.clip(products_t, 0.1 * target, 10 * target) - products_t
+                pull_s = np.clip(products_s, 0.1 * target, 10 * target) - products_s
+                corrected, corrected_step = direction(rc_t + np.maximum(pull_t, -10 * target),
+                                                      rc_s + np.maximum(pull_s, -10 * target))
+                if corrected_step < step + 0.1 * (aim - step):
+                    break
+                found, step = corrected, corrected_step
+                rc_t, rc_s = rc_t + np.maximum(pull_t, -10 * target), rc_s + np.maximum(pull_s, -10 * target)
+        except (np.linalg.LinAlgError, ValueError):
+            break
+        if not (np.isfinite(step) and all(np.isfinite(part).all() for part in found)):
+            break
         d_W, d_U, d_alpha, d_nu, d_t, d_s = found
         step *= 0.99
         W, U, alpha, nu = W + step * d_W, U + step * d_U, alpha + step * d_alpha, nu + step * d_nu

@@ -53,13 +53,14 @@ bench-methods: $(STAMP)
 	$(BIN)/python benchmarks/mom_fit.py
 	$(BIN)/python benchmarks/methods_speed.py
 	$(BIN)/python benchmarks/solver_policy.py
-	$(BIN)/python benchmarks/dual_fit.py
 	$(BIN)/python benchmarks/dfl_speed.py
 
 # Inverse LP from x* alone: lambda tuned without costs on the shipped example (and with a
-# feature in other units), then the scale-up table (up to ~15 minutes).
+# feature in other units), the dual formulation's 9-lambda grid against the basis
+# formulation's (the dual/basis ratio), then the scale-up table (up to ~15 minutes).
 bench-inverse: $(STAMP)
 	$(BIN)/python benchmarks/inverse_tuning.py
+	$(BIN)/python benchmarks/dual_fit.py
 	$(BIN)/python benchmarks/inverse_scale.py
 
 # End-to-end wall time and peak memory of every paper experiment at the paper's settings,

@@ -2,12 +2,14 @@
 
 For each grid (the paper's 5 x 5, 10 x 10, and 20 x 20 = 760 arcs) with d = 8 features and
 T = 1,000, 10,000, 100,000 observations (costs of degree 4, lambda = 1e-2), one fit runs in a
-child process (fresh memory, peak RSS measured there) under a wall-clock limit. A size is not
-run when its estimated memory exceeds the budget or the previous size's time, scaled linearly
-in T, exceeds the limit; the table says which. Growth exponents in T come from the sizes that
-ran. On the 760-arc grid one Newton step of the block interior-point method is then timed at
-small T, split into its two parts (per-sample elimination, Schur factorization), to show where
-the time and memory go.
+child process (fresh memory, peak RSS measured there) under a wall-clock limit; the table
+gives the whole fit and the block interior-point method's part of it (the rest: bases
+completed from x*, reduced-cost operators, duals). A size is not run when its estimated
+memory (`solvers.policy.block_ipm_bytes`) exceeds the budget or its projected time exceeds
+the limit: the previous size's time scaled linearly in T, or on the 760-arc grid, where no
+fit fits the limit, ~20 Newton steps at the per-block cost of one step timed at T = 10 and 20
+(split into the per-sample elimination and the Theta system's Cholesky factorization, which
+shows where the time goes). Growth exponents in T come from the sizes that ran.
 
 Usage: python benchmarks/inverse_scale.py [--budget-gb 16] [--limit-s 240]
 """
@@ -46,6 +48,16 @@ def estimated_bytes(grid, T: int, d: int = N_FEATURES) -> float:
     return block_ipm_bytes(T, K, q, n, d)
 
 
+def peak_gigabytes() -> float:
+    """This process's peak resident memory (VmHWM: unlike ru_maxrss, not inherited from the
+    parent at fork, which holds the Theta systems of the Newton-step timing)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 2**20  # kB -> GiB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
 def worker(grid, T: int) -> dict:
     from mom_pipeline.methods.mom import MOM
     from mom_pipeline.problems import generate_shortest_path
@@ -55,8 +67,11 @@ def worker(grid, T: int) -> dict:
     started = time.perf_counter()
     model = MOM(lam=LAM, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
     seconds = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
-    return dict(seconds=seconds, peak_gb=peak, iterations=int(model.n_iter_), solver=model.solver_info_["solver"])
+    peak = peak_gigabytes()
+    # The rest of the fit: bases completed from x*, reduced-cost operators, duals, flows.
+    solve = model.solver_info_.get("solve_seconds", float("nan"))
+    return dict(seconds=seconds, solve_seconds=solve, peak_gb=peak, iterations=int(model.n_iter_),
+                solver=model.solver_info_["solver"])
 
 
 def newton_step_parts(grid, T: int) -> dict:
@@ -92,10 +107,22 @@ def run_child(grid, T: int, limit: float) -> dict:
     return dict(status="ran", **json.loads(result.stdout.strip().splitlines()[-1]))
 
 
+def seconds_per_block_step(grid) -> tuple[float, float, list[dict]]:
+    """Seconds of one Newton step on `grid` per block (the per-sample elimination and the Schur
+    sum: the step timed at T = 10 and 20 minus a Cholesky factorization of the Theta system,
+    per block, from the larger T) and of that factorization (independent of T)."""
+    steps = [newton_step_parts(grid, T) for T in (10, 20)]
+    last = steps[-1]
+    return (last["step_seconds"] - last["schur_factor_seconds"]) / last["T"], last["schur_factor_seconds"], steps
+
+
 def main(budget_gb: float, limit: float) -> None:
     print(f"inverse LP from x* alone: dual-formulation MOM, d = {N_FEATURES}, lambda = {LAM:g}, degree 4; "
           f"budget {budget_gb:g} GB, {limit:.0f} s per fit")
-    header = f"{'grid':>7} {'arcs':>5} {'K':>4} {'q':>4} {'T':>7} | {'est. GB':>8} | {'fit s':>8} {'peak GB':>8} {'iters':>5} | status"
+    # The largest grid first: one Newton step at tiny T, so that its fits can be projected.
+    per_block, factor, steps = seconds_per_block_step(GRIDS[-1])
+    header = (f"{'grid':>7} {'arcs':>5} {'K':>4} {'q':>4} {'T':>7} | {'est. GB':>8} | {'fit s':>8} {'IPM s':>8} "
+              f"{'peak GB':>8} {'iters':>5} | status")
     print(header)
     print("-" * len(header))
     for grid in GRIDS:
@@ -103,13 +130,16 @@ def main(budget_gb: float, limit: float) -> None:
         measured, over = [], None
         for T in SIZES:
             estimate = estimated_bytes(grid, T) / 2**30
-            projected = measured[-1][1] * T / measured[-1][0] if measured else 0.0
+            if measured:
+                projected = measured[-1][1] * T / measured[-1][0]
+            else:  # ~20 Newton steps per fit (measured on the smaller grids at lambda = 1e-2)
+                projected = 20 * (per_block * T + factor) if grid == GRIDS[-1] else 0.0
             if over is not None:
                 row = dict(status=f"not run: T = {over} already over {limit:.0f} s")
             elif estimate > budget_gb:
                 row = dict(status=f"not run: estimated {estimate:.1f} GB > {budget_gb:g} GB")
             elif projected > limit:
-                row = dict(status=f"not run: projected {projected:.0f} s > {limit:.0f} s")
+                row = dict(status=f"not run: projected {projected:,.0f} s > {limit:.0f} s")
             else:
                 row = run_child(grid, T, limit)
             if row["status"] == "ran":
@@ -117,7 +147,8 @@ def main(budget_gb: float, limit: float) -> None:
             elif row["status"].startswith("over"):
                 over = T
             print(f"{grid[0]:>3}x{grid[1]:<3} {n:>5} {K:>4} {q:>4} {T:>7} | {estimate:8.2f} | "
-                  f"{row.get('seconds', float('nan')):8.2f} {row.get('peak_gb', float('nan')):8.2f} "
+                  f"{row.get('seconds', float('nan')):8.2f} {row.get('solve_seconds', float('nan')):8.2f} "
+                  f"{row.get('peak_gb', float('nan')):8.2f} "
                   f"{row.get('iterations', ''):>5} | {row['status']}", flush=True)
         if len(measured) >= 2:
             sizes, seconds = np.log([m[0] for m in measured]), np.log([m[1] for m in measured])
@@ -125,10 +156,14 @@ def main(budget_gb: float, limit: float) -> None:
                   f"{np.polyfit(sizes, seconds, 1)[0]:.2f} (fit time ~ T^k over the sizes that ran)")
     print()
     print("where the time goes on the 760-arc grid: one Newton step of the block method")
-    for T in (5, 10, 20):
-        parts = newton_step_parts((20, 20), T)
-        print(f"  T = {T:>3}: step {parts['step_seconds']:6.2f} s, of which Schur Cholesky "
-              f"({N_FEATURES * 760} unknowns, {parts['schur_gb']:.2f} GB) {parts['schur_factor_seconds']:5.2f} s", flush=True)
+    for parts in steps:
+        print(f"  T = {parts['T']:>3}: step {parts['step_seconds']:6.2f} s, of which Schur Cholesky "
+              f"({N_FEATURES * 760} unknowns, {parts['schur_gb']:.2f} GB) {parts['schur_factor_seconds']:5.2f} s")
+    for T in SIZES[:2]:
+        step = per_block * T + factor
+        print(f"  projected at T = {T:,}: {step:,.0f} s per Newton step ({per_block:.2f} s per block + {factor:.1f} s "
+              f"for the Theta Cholesky), ~{20 * step / 3600:,.1f} h per fit of ~20 steps; "
+              f"{estimated_bytes(GRIDS[-1], T) / 2**30:,.1f} GB")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from mom_pipeline.methods.mom import MOM
-from mom_pipeline.problems import generate_shortest_path
+from mom_pipeline.methods.mom_dual import dual_formulation_certificate
+from mom_pipeline.problems import generate_knapsack, generate_shortest_path
 from mom_pipeline.solvers.block_hinge_ipm import block_hinge_qp
 
 
@@ -59,3 +60,69 @@ def test_problems_too_large_for_the_block_method_go_to_clarabel(monkeypatch):
     whole = MOM(lam=1e-2, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
     assert block.solver_info_["solver"] == "block_ipm" and whole.solver_info_["solver"] == "clarabel"
     assert whole.objective_ == pytest.approx(block.objective_, rel=1e-6)
+
+
+def _degenerate_trial(name: str, n_train: int, seed: int):
+    if name == "shortest_path":
+        trial = generate_shortest_path(n_train, 0, degree=4, eps_bar=0.5, seed=seed)
+    else:
+        trial = generate_knapsack(n_train, 0, degree=2, eps_bar=0.5, eta_bar=1.0, seed=seed)
+    return trial, trial.lp.solve(trial.train.C).x
+
+
+@pytest.mark.parametrize("name", ["shortest_path", "knapsack"])
+@pytest.mark.parametrize("lam", [1e-6, 1e-3, 1.0, 1e2])
+def test_block_method_is_certified_by_the_dual_flows(name, lam):
+    """Weak duality with the block method's own flows: the gap, the circulation residual
+    A_t f_t and the stationarity lam Theta = sum_t f_t z_t' all vanish at its solution."""
+    trial, X = _degenerate_trial(name, 60, seed=3)
+    model = MOM(lam=lam, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
+    assert model.solver_info_["solver"] == "block_ipm"
+    certificate = dual_formulation_certificate(model.coef_, model.dual_, model.flows_, trial.lp.A, X,
+                                               trial.train.Z, lam)
+    assert certificate["objective"] == pytest.approx(model.objective_, rel=1e-12)
+    # Round-off leaves A_t f_t at ~1e-10, which moves the bound by about that times |y|.
+    assert -1e-8 <= certificate["relative_gap"] <= 1e-7
+    assert certificate["flow_residual"] <= 1e-8 and certificate["equality_residual"] <= 1e-9
+    assert certificate["stationarity"] <= 1e-6
+
+
+def test_certificate_bounds_the_cvxpy_optimum_and_detects_a_suboptimal_point():
+    trial, X = _degenerate_trial("shortest_path", 40, seed=4)
+    lam = 1e-2
+    model = MOM(lam=lam, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
+    reference = MOM(lam=lam, formulation="dual", solver="cvxpy").fit(trial.train.Z, X, lp=trial.lp)
+    certificate = dual_formulation_certificate(model.coef_, model.dual_, model.flows_, trial.lp.A, X,
+                                               trial.train.Z, lam)
+    assert certificate["lower_bound"] <= reference.objective_ * (1 + 1e-9)
+    worse = dual_formulation_certificate(1.1 * model.coef_, 1.1 * model.dual_, model.flows_, trial.lp.A, X,
+                                         trial.train.Z, lam)
+    assert worse["relative_gap"] > 1e-4  # same flows, a worse point: the gap shows it
+
+
+@pytest.mark.parametrize("name", ["shortest_path", "knapsack"])
+def test_warm_started_lambda_path_matches_cvxpy_and_single_fits(name):
+    """fit_many solves the grid from the largest lam down, each solve warm-started; every
+    model ends at the optimum the reference finds and its own fit finds."""
+    trial, X = _degenerate_trial(name, 50, seed=6)
+    lambdas = [1e-5, 1e-2, 1.0, 1e2]
+    models = MOM.fit_many([MOM(lam=lam, formulation="dual") for lam in lambdas], trial.train.Z, X, lp=trial.lp)
+    assert [model.lam for model in models] == lambdas
+    assert any(model.solver_info_.get("warm_start") for model in models)
+    for model in models:
+        single = MOM(lam=model.lam, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
+        reference = MOM(lam=model.lam, formulation="dual", solver="cvxpy").fit(trial.train.Z, X, lp=trial.lp)
+        assert model.objective_ == pytest.approx(reference.objective_, rel=1e-6)
+        assert model.objective_ == pytest.approx(single.objective_, rel=1e-6)
+
+
+def test_a_step_that_overflows_ends_in_a_solution_not_an_error():
+    """Noiseless PyEPO-style costs (20 samples, degree 4): a warm-started step once overflowed
+    (e below 1e-300 on a row) and cho_solve raised on the infinities; the breakdown handling
+    must take over and the fit still reach the reference optimum."""
+    trial = generate_shortest_path(20, 0, degree=4, eps_bar=0.0, cost_formula="pyepo", seed=5)
+    X = trial.lp.solve(trial.train.C).x
+    model = MOM.fit_many([MOM(lam=1e-2, formulation="dual")], trial.train.Z, X, lp=trial.lp)[0]
+    reference = MOM(lam=1e-2, formulation="dual", solver="cvxpy").fit(trial.train.Z, X, lp=trial.lp)
+    assert np.isfinite(model.coef_).all()
+    assert model.objective_ == pytest.approx(reference.objective_, rel=1e-6)

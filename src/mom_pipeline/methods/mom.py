@@ -14,7 +14,7 @@ import numpy as np
 
 from ..lp import StandardFormLP
 from .base import LinearCostModel, check_features, check_samples, estimator_hyperparameters, resolve_lp
-from .mom_dual import dual_formulation_objective, solve_dual_formulation
+from .mom_dual import dual_formulation_objective, solve_dual_formulation, solve_dual_formulation_path
 from .mom_problem import (SUPPORT_TOL, hinge_rows, mom_hinge_loss, mom_objective, operators_of_bases,
                           optimality_margins, support_mask)
 from .mom_solve import SOLVERS, _check_hyperparameters, solve_hinge_qp, solve_hinge_qp_cvxpy, solve_mom, solve_mom_path
@@ -44,7 +44,9 @@ class MOM(LinearCostModel):
         tol: margin tolerance of the working-set method's termination test.
 
     Learned: coef_ (n, d), objective_ (optimal training objective), solver_info_ (dict),
-    n_iter_ (working-set rounds; 1 for Clarabel on the whole problem), n_features_in_.
+    n_iter_ (working-set rounds; 1 for Clarabel on the whole problem), n_features_in_; with
+    formulation="dual" also dual_ (T, m) the duals y and flows_ (T, n) the dual flows of the
+    block method (None after Clarabel): `mom_dual.dual_formulation_certificate` checks both.
     """
 
     needs_costs: ClassVar[bool] = False
@@ -80,9 +82,7 @@ class MOM(LinearCostModel):
             # Any basis containing the supports parametrizes the same problem (see there).
             Theta, y, info = solve_dual_formulation(problem.A, problem.basis_from_solution(X), X, Z, self.lam,
                                                     self.radius, self.solver)
-            self.objective_ = dual_formulation_objective(Theta, y, problem.A, X, Z, self.lam)
-            self.dual_ = y
-            self.n_iter_ = int(info.get("iterations", 1))
+            self._set_dual_solution(Theta, y, info, problem.A, X, Z)
         else:
             constraint_matrix, basis = self._bases(Z, X_star, A, b, lp, basis)
             M = operators_of_bases(constraint_matrix, basis)
@@ -95,6 +95,14 @@ class MOM(LinearCostModel):
         self.n_features_in_ = Z.shape[1]
         return self
 
+    def _set_dual_solution(self, Theta, y, info: dict, A, X, Z) -> None:
+        """The learned state of a dual-formulation fit (the block method's flows move from info
+        to flows_, the dual certificate's input: `mom_dual.dual_formulation_certificate`)."""
+        self.objective_ = dual_formulation_objective(Theta, y, A, X, Z, self.lam)
+        self.dual_ = y
+        self.flows_ = info.pop("flows", None)
+        self.n_iter_ = int(info.get("iterations", 1))
+
     @classmethod
     def fit_many(cls, models: list["MOM"], Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None,
                  basis=None, C=None) -> list:
@@ -103,18 +111,26 @@ class MOM(LinearCostModel):
         Models with the exact solver, the basis formulation and no ball that differ only in
         lam share one set of reduced-cost operators and are solved as one regularization
         path (`mom_solve.solve_mom_path`); each ends at the exact optimum its own `fit`
-        finds. The others are fitted one by one.
+        finds. Dual-formulation models with the exact solver and no ball share one block
+        problem, solved from the largest lam down with warm starts. The others are fitted one
+        by one.
         """
         groups: dict[float, list] = {}
+        dual_path = []
         for model in models:
-            if model.solver in ("auto", "fast") and model.formulation == "basis" and model.radius is None:
+            if model.solver in ("auto", "fast") and model.radius is None:
                 _check_hyperparameters(model.lam, None, model.tol)
-                groups.setdefault(float(model.tol), []).append(model)
+                if model.formulation == "dual":
+                    dual_path.append(model)
+                else:
+                    groups.setdefault(float(model.tol), []).append(model)
             else:
                 model.fit(Z, X_star, A=A, b=b, lp=lp, basis=basis, C=C)
+        Z = check_features(Z)
+        if dual_path:
+            cls._fit_dual_path(dual_path, Z, X_star, A, b, lp)
         if not groups:
             return models
-        Z = check_features(Z)
         constraint_matrix, bases = cls._bases(Z, X_star, A, b, lp, basis)
         M = operators_of_bases(constraint_matrix, bases)
         for tol, group in groups.items():
@@ -128,6 +144,24 @@ class MOM(LinearCostModel):
                 model.solver_info_ = dict(info, seconds=seconds)
                 model.n_features_in_ = Z.shape[1]
         return models
+
+    @staticmethod
+    def _fit_dual_path(models: list["MOM"], Z, X_star, A, b, lp) -> None:
+        """Dual-formulation models differing only in lam: one block problem, solved from the
+        largest lam down with warm starts (`mom_dual.solve_dual_formulation_path`)."""
+        if X_star is None:
+            raise ValueError("formulation='dual' needs the observed optimal solutions X_star")
+        problem = resolve_lp(A, b, lp)
+        X = _check_solutions(X_star, Z.shape[0], problem.n)
+        start = time.perf_counter()
+        path = solve_dual_formulation_path(problem.A, problem.basis_from_solution(X), X, Z,
+                                           [model.lam for model in models])
+        seconds = (time.perf_counter() - start) / len(models)
+        for model, (Theta, y, info) in zip(models, path):
+            model._set_dual_solution(Theta, y, info, problem.A, X, Z)
+            model.coef_ = Theta
+            model.solver_info_ = dict(info, seconds=seconds)
+            model.n_features_in_ = Z.shape[1]
 
     @staticmethod
     def _bases(Z, X_star, A, b, lp, basis):

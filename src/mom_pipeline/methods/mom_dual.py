@@ -7,12 +7,14 @@ the basis formulation; on degenerate LPs (shortest path) it does not have to pic
 
 from __future__ import annotations
 
+import time
+
 import clarabel
 import numpy as np
 import scipy.sparse as sp
 import threadpoolctl
 
-from ..lp import basis_matrices
+from ..lp import basis_matrices, nonbasic_indices
 from ..solvers.block_hinge_ipm import block_hinge_qp
 from ..solvers.clarabel_qp import ball_block, solve_clarabel
 from ..solvers.policy import block_ipm_fits
@@ -28,14 +30,36 @@ def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = No
     costs u_t in a small system); with a ball constraint, with "cvxpy" (the reference), or when
     the block method fails (recorded in info["block_ipm_failure"]) or its dense arrays would not
     fit (`solvers.policy.block_ipm_fits`), one Clarabel solve of the whole sparse problem.
+    The block method's multipliers give info["flows"] (T, n), a dual certificate
+    (`dual_formulation_certificate`); None after Clarabel.
     """
+    if radius is not None or solver == "cvxpy":
+        return solve_dual_formulation_clarabel(A, basis, X, Z, lam, radius)
+    return solve_dual_formulation_path(A, basis, X, Z, [lam])[0]
+
+
+def solve_dual_formulation_path(A, basis, X, Z, lams) -> list[tuple[np.ndarray, np.ndarray, dict]]:
+    """[(Theta, y, info)] for every lam of `lams` (no ball, the block method where it fits).
+
+    The block problem (reduced-cost operators, rows on u) is built once; the lams are solved
+    from the largest down, each block solve starting from the previous optimum (a primal warm
+    start, `block_hinge_qp(start=...)`). A lam whose block solve fails goes to Clarabel and the
+    next one starts cold.
+    """
+    # One BLAS thread throughout: batched small factorizations, which a multi-threaded BLAS on
+    # a loaded machine slows down many times over.
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        return _solve_path(A, basis, X, Z, lams)
+
+
+def _solve_path(A, basis, X, Z, lams) -> list[tuple[np.ndarray, np.ndarray, dict]]:
     Z = np.asarray(Z, dtype=float)
     A = np.asarray(A, dtype=float)
     T = Z.shape[0]
     m, n = A.shape[-2:]
     q = max(1, int((m - support_mask(X).sum(axis=1)).max()))  # free reduced costs per sample, at most
-    if radius is not None or solver == "cvxpy" or not block_ipm_fits(T, n - m, q, n, Z.shape[1]):
-        return solve_dual_formulation_clarabel(A, basis, X, Z, lam, radius)
+    if not block_ipm_fits(T, n - m, q, n, Z.shape[1]):
+        return [solve_dual_formulation_clarabel(A, basis, X, Z, lam) for lam in lams]
     M, sample_of_u, position_of_u, extra = _free_reduced_costs(A, basis, X)
     K, q = M.shape[1], max(1, int(extra.sum(axis=1).max()))
     slot = np.cumsum(extra, axis=1)[sample_of_u, position_of_u] - 1  # u of sample t: slots 0..q_t-1
@@ -46,22 +70,54 @@ def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = No
     # Features rescaled so the largest row norm on Theta is 1 (as the basis formulation).
     sigma = float((np.linalg.norm(M, axis=2) * np.linalg.norm(Z, axis=1)[:, None]).max())
     sigma = sigma if sigma > 0 else 1.0
-    try:
-        with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
-            W, U, info = block_hinge_qp(M, rows_on_u, Z / sigma, lam / sigma**2, 1.0 / T)
-    except RuntimeError as error:
-        # Free reduced costs that no row bounds from above (a direction of u along which every
-        # margin grows) make the barrier problem unbounded and the block method diverge; the
-        # conic solver's homogeneous embedding does not mind: the same problem, solved whole.
-        Theta, y, info = solve_dual_formulation_clarabel(A, basis, X, Z, lam)
-        info["block_ipm_failure"] = str(error)
-        return Theta, y, info
-    Theta = W / sigma
-    r_basic = np.zeros((T, basis.shape[1]))
-    r_basic[sample_of_u, position_of_u] = U[sample_of_u, slot]
-    info.update(equality_rows=int(support_mask(X).sum()), margin_rows=int(T * K + sample_of_u.size),
-                free_reduced_costs=int(sample_of_u.size), solver="block_ipm")
-    return Theta, _duals(A, basis, Z, Theta, r_basic), info
+    # The columns of the rows: K non-basic ones, then the basic columns of the u slots.
+    row_columns = np.concatenate([nonbasic_indices(basis, n), np.full((T, q), -1)], axis=1)
+    row_columns[sample_of_u, K + slot] = basis[sample_of_u, position_of_u]
+    order = np.argsort(-np.asarray(lams, dtype=float), kind="stable")
+    solutions, start = [None] * len(order), None
+    for index in order:
+        lam = float(lams[index])
+        started = time.perf_counter()
+        try:
+            W, U, info = block_hinge_qp(M, rows_on_u, Z / sigma, lam / sigma**2, 1.0 / T, start=start)
+        except RuntimeError as error:
+            # Free reduced costs that no row bounds from above (a direction of u along which
+            # every margin grows) make the barrier problem unbounded and the block method
+            # diverge; the conic solver's homogeneous embedding does not mind: the same
+            # problem, solved whole.
+            Theta, y, info = solve_dual_formulation_clarabel(A, basis, X, Z, lam)
+            info["block_ipm_failure"] = str(error)
+            solutions[index], start = (Theta, y, info), None
+            continue
+        start = (W, U)
+        r_basic = np.zeros((T, basis.shape[1]))
+        r_basic[sample_of_u, position_of_u] = U[sample_of_u, slot]
+        info.update(_flows(A, X, info.pop("multipliers"), row_columns), warm_start=bool(index != order[0]),
+                    solve_seconds=time.perf_counter() - started,
+                    equality_rows=int(support_mask(X).sum()), margin_rows=int(T * K + sample_of_u.size),
+                    free_reduced_costs=int(sample_of_u.size), solver="block_ipm")
+        solutions[index] = (W / sigma, _duals(A, basis, Z, W / sigma, r_basic), info)
+    return solutions
+
+
+def _flows(A, X, multipliers, row_columns) -> dict:
+    """The dual flows f (T, n) of the rows' multipliers: f_j = multiplier of column j's row off
+    the support, and on the support the values with A_t f_t = 0 (least squares; what is left
+    is info["flow_residual"])."""
+    T, n = X.shape
+    flows = np.zeros((T, n))
+    real = row_columns >= 0  # padded u slots have no column
+    flows[np.nonzero(real)[0], row_columns[real]] = multipliers[real]
+    A_stack = np.broadcast_to(A, (T,) + A.shape[-2:])
+    support = support_mask(X)
+    for size in np.unique(support.sum(axis=1)):
+        samples = np.flatnonzero(support.sum(axis=1) == size)
+        columns = np.nonzero(support[samples])[1].reshape(samples.size, size)
+        A_support = np.take_along_axis(A_stack[samples], columns[:, None, :], axis=2)  # (s, m, size)
+        pushed = -np.einsum("smn,sn->sm", A_stack[samples], flows[samples])
+        flows[samples[:, None], columns] = (np.linalg.pinv(A_support) @ pushed[..., None])[..., 0]
+    residual = np.einsum("tmn,tn->tm", A_stack, flows)
+    return dict(flows=flows, flow_residual=float(np.abs(residual).max()))
 
 
 def _free_reduced_costs(A, basis, X):
@@ -145,3 +201,35 @@ def dual_formulation_objective(Theta, y, A, X, Z, lam: float) -> float:
     hinge = np.where(support_mask(X), 0.0, np.maximum(0.0, 1.0 - reduced))
     return float(0.5 * lam * np.sum(np.asarray(Theta) ** 2) + hinge.sum(axis=1).mean())
 
+
+
+def dual_formulation_certificate(Theta, y, flows, A, X, Z, lam: float) -> dict:
+    """An optimality certificate of a dual-formulation MOM solution (Theta, y) by weak duality.
+
+    The Lagrange dual of the dual formulation: flows f_t (one value per column) with
+    A_t f_t = 0, f_tj in [0, 1/T] off the support of x*_t and free on it, give the lower bound
+    D(f) = sum of f off the supports - ||sum_t f_t z_t'||^2 / (2 lam) on the optimum; at the
+    optimum lam Theta = sum_t f_t z_t'. Off-support flows are clipped into [0, 1/T] first. The
+    bound is exact for flow_residual = 0; a residual of round-off size moves it by about
+    flow_residual * max |y| (1e-8 relative at lam = 1e-6 on the tests' shortest paths).
+
+    Returns:
+        dict(objective=P(Theta, y), lower_bound=D(f), gap, relative_gap=gap / max(1, |P|),
+        flow_residual=max |A_t f_t|, equality_residual=max |reduced cost| on the supports,
+        stationarity=||lam Theta - sum_t f_t z_t'|| / max(1, ||lam Theta||)).
+    """
+    A = np.asarray(A, dtype=float)
+    Z = np.asarray(Z, dtype=float)
+    T = Z.shape[0]
+    A_stack = np.broadcast_to(A, (T,) + A.shape[-2:])
+    support = support_mask(X)
+    f = np.where(support, flows, np.clip(flows, 0.0, 1.0 / T))
+    pull = f.T @ Z  # sum_t f_t z_t', (n, d)
+    objective = dual_formulation_objective(Theta, y, A, X, Z, lam)
+    lower_bound = float(f[~support].sum() - np.sum(pull * pull) / (2.0 * lam))
+    reduced = Z @ np.asarray(Theta).T - np.einsum("tmn,tm->tn", A_stack, y)
+    gap = objective - lower_bound
+    return dict(objective=objective, lower_bound=lower_bound, gap=gap, relative_gap=gap / max(1.0, abs(objective)),
+                flow_residual=float(np.abs(np.einsum("tmn,tn->tm", A_stack, f)).max()),
+                equality_residual=float(np.abs(reduced[support]).max(initial=0.0)),
+                stationarity=float(np.linalg.norm(lam * np.asarray(Theta) - pull) / max(1.0, np.linalg.norm(lam * Theta))))

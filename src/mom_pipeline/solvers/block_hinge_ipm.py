@@ -11,14 +11,16 @@ one large sparse KKT system; here every Newton step eliminates the u_t block by 
 
     S = lam I + sum_t kron(F_t'F_t, z_t z_t')     (F_t: see `_newton_solver`),
 
-formed with one matrix product over the blocks. Cost per step: O(T (K + q)^2 (q + n) + T K n^2 +
-T n^2 d^2 + (n d)^3), memory O(T n^2 + (n d)^2): dense in n, meant for up to a few hundred
+formed with one matrix product over the blocks, chunk by chunk. Cost per step:
+O(T (K + q)^2 (K + q + n) + T K n^2 + T n^2 d^2 + (n d)^3); memory O(T (K + q)(q + n) + (n d)^2)
+plus one chunk of temporaries (CHUNK_BYTES): dense in n, meant for up to a few hundred
 unknowns per block (`policy.block_ipm_fits` decides what MOM hands it).
 
 Mehrotra's predictor-corrector on  H w + s - 1 = t >= 0 (multipliers alpha) and s >= 0
-(multipliers nu = weight - alpha), as `interior_point.hinge_qp_ipm`. It stops when the primal and
+(multipliers nu = weight - alpha), as `interior_point.hinge_qp_ipm`, with Gondzio's centrality
+correctors on short steps and iterative refinement of every Newton solve. It stops when the primal and
 dual residuals are below `tol` (relative) and the complementarity t'alpha + s'nu, which is then
-the duality gap, is below gap_tol * max(1, |objective|).
+the duality gap, is below gap_tol * max(|objective|, GAP_FLOOR).
 """
 
 from __future__ import annotations
@@ -27,6 +29,20 @@ import numpy as np
 import scipy.linalg
 
 from .interior_point import longest_step
+
+# Newton steps factor the blocks in chunks of about this many bytes of temporaries.
+CHUNK_BYTES = 2**27
+# Gondzio centrality correctors per Newton step (each one more solve with the same factors),
+# tried when the corrected Mehrotra step is shorter than CORRECTED_BELOW.
+CENTRALITY_CORRECTORS = 2
+CORRECTED_BELOW = 0.5
+# Iterative-refinement steps per Newton solve.
+REFINEMENTS = 1
+# The duality gap is measured relative to the objective, or to this when the objective is
+# smaller (objectives of 1e-4 at lam = 1e-6: relative to 1 the gap allowed 1e-6 errors there).
+GAP_FLOOR = 1e-6
+# A warm start's slacks are shifted by this much off 0 (multipliers start centred).
+WARM_SHIFT = 1e-2
 
 
 class BlockHingeRows:
@@ -53,34 +69,45 @@ class BlockHingeRows:
         return per_cost.T @ self.Z, (coupled @ self.N)[:, 0, :] + alpha[:, self.K:]
 
 
-def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray):
+def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int | None = None):
     """A function solving (Lambda + H' diag(1/e) H) (dW, dU) = (bW, bU), Lambda = lam on W, 0 on U.
 
     Block t's rows are [M_t N_t; 0 I] with weights D = diag(1/e). With the complete QR
     factorization D^1/2 [N_t; I] = [Q  Q_c] [R_t; 0], eliminating u_t leaves on c_t the matrix
     F_t'F_t, F_t = Q_c' D^1/2 [M_t; 0]: positive semidefinite by construction. (The textbook
-    difference M'D M - M'D N (E'D E)^-1 N'D M, and its Woodbury form, lose definiteness to
-    round-off once e spans many decades, as it does near the optimum.)
+    difference M'D M - M'D N (E'D E)^-1 N'D M, its Woodbury form M'(E_K + N E_q N')^-1 M, and
+    their Cholesky factors lose accuracy to round-off once e spans many decades, as it does
+    near the optimum: measured, their steps stall at dual residuals of 1e-5.) The blocks are
+    factored `chunk` at a time, so the K x n and (K + q)^2 temporaries never exist for every
+    block at once; what the solves need is kept: R_t^-1 and Q'D^1/2 [M_t; 0] (q x q, q x n).
     """
     M, N, Z = rows.M, rows.N, rows.Z
-    T, K, n, d = rows.T, rows.K, rows.n, rows.d
+    T, K, n, d, q = rows.T, rows.K, rows.n, rows.d, rows.q
     root = 1.0 / np.sqrt(e)
-    local = np.concatenate([root[:, :K, None] * N, root[:, K:, None] * np.eye(rows.q)], axis=1)  # (T, K + q, q)
-    Q, R = np.linalg.qr(local, mode="complete")
-    R = R[:, :rows.q]
-    weighted_M = root[:, :K, None] * M
-    QtB = np.swapaxes(Q[:, :K, :rows.q], 1, 2) @ weighted_M  # Q' D^1/2 [M; 0], (T, q, n)
-    F = np.swapaxes(Q[:, :K, rows.q:], 1, 2) @ weighted_M  # (T, K, n)
-    G = np.einsum("tkn,tkm->tnm", F, F, optimize=True)
-    R_inverse = np.linalg.inv(R)
-    outer = (Z[:, :, None] * Z[:, None, :]).reshape(T, d * d)
-    schur = (G.reshape(T, n * n).T @ outer).reshape(n, n, d, d).transpose(0, 2, 1, 3).reshape(n * d, n * d)
+    per_block = (K + q) * (K + q) * 2 + K * n * 2 + n * n
+    chunk = chunk or max(1, int(CHUNK_BYTES // (8 * per_block)))
+    schur = np.zeros((n * n, d * d))
+    R_inverse, QtB = np.empty((T, q, q)), np.empty((T, q, n))
+    for start in range(0, T, chunk):
+        part = slice(start, start + chunk)
+        local = np.concatenate([root[part, :K, None] * N[part], root[part, K:, None] * np.eye(q)], axis=1)
+        Q, R = np.linalg.qr(local, mode="complete")  # (chunk, K + q, K + q)
+        weighted_M = root[part, :K, None] * M[part]
+        QtB[part] = np.swapaxes(Q[:, :K, :q], 1, 2) @ weighted_M  # Q' D^1/2 [M; 0]
+        F = np.swapaxes(Q[:, :K, q:], 1, 2) @ weighted_M  # (chunk, K, n)
+        G = np.swapaxes(F, 1, 2) @ F
+        outer = (Z[part, :, None] * Z[part, None, :]).reshape(-1, d * d)
+        schur += G.reshape(-1, n * n).T @ outer
+        R_inverse[part] = np.linalg.inv(R[:, :q])
+    schur = schur.reshape(n, n, d, d).transpose(0, 2, 1, 3).reshape(n * d, n * d)
     schur[np.diag_indices(n * d)] += lam
     factor = scipy.linalg.cho_factor(schur)
+    R_inverse_T = np.swapaxes(R_inverse, 1, 2)
+    QtB_T = np.swapaxes(QtB, 1, 2)
 
     def solve(b_W: np.ndarray, b_U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        v = (np.swapaxes(R_inverse, 1, 2) @ b_U[:, :, None])  # R'^-1 b_U, (T, q, 1)
-        rhs = b_W - (np.swapaxes(QtB, 1, 2) @ v)[..., 0].T @ Z
+        v = R_inverse_T @ b_U[:, :, None]  # R'^-1 b_U, (T, q, 1)
+        rhs = b_W - (QtB_T @ v)[..., 0].T @ Z
         d_W = scipy.linalg.cho_solve(factor, rhs.ravel()).reshape(n, d)
         d_U = (R_inverse @ (v - QtB @ (Z @ d_W.T)[:, :, None]))[..., 0]
         return d_W, d_U
@@ -89,7 +116,9 @@ def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray):
 
 
 def block_hinge_qp(M: np.ndarray, N: np.ndarray, Z: np.ndarray, lam: float, weight: float, tol: float = 1e-9,
-                   gap_tol: float = 1e-9, breakdown_tol: float = 1e-6, max_iter: int = 100) -> tuple[np.ndarray, np.ndarray, dict]:
+                   gap_tol: float = 1e-9, breakdown_tol: float = 1e-6, breakdown_gap_tol: float = 1e-7, max_iter: int = 100,
+                   start: tuple[np.ndarray, np.ndarray] | None = None,
+                   ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Solve the block hinge QP (module docstring).
 
     Args:
@@ -97,31 +126,43 @@ def block_hinge_qp(M: np.ndarray, N: np.ndarray, Z: np.ndarray, lam: float, weig
             coefficients on u_t; Z: (T, d).
         lam > 0; weight > 0 the weight of every hinge.
         tol: relative primal and dual residuals; gap_tol: complementarity relative to the
-            objective; breakdown_tol: the dual residual accepted when the Newton system breaks
-            down with the complementarity already below gap_tol.
+            objective; breakdown_tol and breakdown_gap_tol: the dual residual and the relative
+            complementarity accepted when the Newton system breaks down at the very end.
+        start: None (a cold start) or (W, U) of a neighbouring problem (the previous lam of a
+            path).
     Returns:
-        W (n, d), U (T, q) and an info dict (iterations, gap). Raises RuntimeError when the
-        iterations stall or the Newton system breaks down, naming the iteration.
+        W (n, d), U (T, q) and an info dict (iterations, gap, the rows' multipliers). Raises
+        RuntimeError when the iterations stall or the Newton system breaks down, naming the
+        iteration.
     """
     rows = BlockHingeRows(M, N, Z)
     T, R, n = M.shape[0], M.shape[1] + N.shape[2], M.shape[2]
     k = T * R
-    W, U = np.zeros((n, Z.shape[1])), np.zeros((T, rows.q))
-    s = np.full((T, R), 2.0)
-    t = rows.margins(W, U) + s - 1.0
     alpha = np.full((T, R), 0.5 * weight)
+    if start is None:
+        W, U = np.zeros((n, Z.shape[1])), np.zeros((T, rows.q))
+        s = np.full((T, R), 2.0)
+    else:
+        # A primal warm start with centred multipliers: the slacks of both signs of
+        # (margin - 1) are shifted by WARM_SHIFT, so the first steps can move every row. (Warm
+        # multipliers as well, pushed off their bounds, took more iterations than a cold start.)
+        W, U = (np.array(value, dtype=float) for value in start)
+        s = np.maximum(0.0, 1.0 - rows.margins(W, U)) + WARM_SHIFT
+    t = rows.margins(W, U) + s - 1.0
     nu = weight - alpha
     for iteration in range(1, max_iter + 1):
         pull_W, pull_U = rows.transpose(alpha)
         r_W, r_U = lam * W - pull_W, -pull_U
-        r_t = rows.margins(W, U) + s - 1.0 - t
+        margins = rows.margins(W, U)
+        r_t = margins + s - 1.0 - t
         r_nu = weight - alpha - nu
-        objective = 0.5 * lam * np.sum(W * W) + weight * np.maximum(0.0, 1.0 - rows.margins(W, U)).sum()
+        objective = 0.5 * lam * np.sum(W * W) + weight * np.maximum(0.0, 1.0 - margins).sum()
         complementarity = float(np.sum(t * alpha) + np.sum(s * nu))
         dual_residual = max(np.abs(r_W).max(), np.abs(r_U).max()) / max(1.0, np.abs(pull_W).max())
         if (dual_residual <= tol and np.abs(r_t).max() <= tol
-                and complementarity <= gap_tol * max(1.0, abs(objective))):
-            return W, U, dict(iterations=iteration - 1, complementarity=complementarity, objective=objective)
+                and complementarity <= gap_tol * max(abs(objective), GAP_FLOOR)):
+            return W, U, dict(iterations=iteration - 1, complementarity=complementarity, objective=objective,
+                              multipliers=alpha)
         mu = complementarity / (2 * k)
         e = s / nu + t / alpha
         if not (np.isfinite(e).all() and e.min() > 0):
@@ -131,29 +172,60 @@ def block_hinge_qp(M: np.ndarray, N: np.ndarray, Z: np.ndarray, lam: float, weig
         except (np.linalg.LinAlgError, ValueError):
             break
 
-        def direction(target, corr_t, corr_s):
-            rc_t = target - t * alpha - corr_t
-            rc_s = target - s * nu - corr_s
+        def direction(rc_t, rc_s):
+            """The Newton direction whose complementarity rows are t d_alpha + alpha d_t = rc_t
+            and s d_nu + nu d_s = rc_s, with the step along it."""
             rho = -r_t - (rc_s - s * r_nu) / nu + rc_t / alpha
             back_W, back_U = rows.transpose(rho / e)
-            d_W, d_U = solve(-r_W + back_W, -r_U + back_U)
+            b_W, b_U = -r_W + back_W, -r_U + back_U
+            d_W, d_U = solve(b_W, b_U)
+            for _ in range(REFINEMENTS):
+                # Iterative refinement against the exact operator Lambda + H'D H: the
+                # factorization loses digits once e spans many decades near the optimum.
+                applied_W, applied_U = rows.transpose(rows.margins(d_W, d_U) / e)
+                fix_W, fix_U = solve(b_W - lam * d_W - applied_W, b_U - applied_U)
+                d_W, d_U = d_W + fix_W, d_U + fix_U
             d_alpha = (rho - rows.margins(d_W, d_U)) / e
             d_nu = r_nu - d_alpha
-            return d_W, d_U, d_alpha, d_nu, (rc_t - t * d_alpha) / alpha, (rc_s - s * d_nu) / nu
+            found = (d_W, d_U, d_alpha, d_nu, (rc_t - t * d_alpha) / alpha, (rc_s - s * d_nu) / nu)
+            return found, longest_step((alpha, d_alpha), (nu, d_nu), (t, found[4]), (s, found[5]))
 
-        d_W, d_U, d_alpha, d_nu, d_t, d_s = direction(0.0, 0.0, 0.0)
-        step = longest_step((alpha, d_alpha), (nu, d_nu), (t, d_t), (s, d_s))
-        mu_affine = (np.sum((t + step * d_t) * (alpha + step * d_alpha))
-                     + np.sum((s + step * d_s) * (nu + step * d_nu))) / (2 * k)
-        sigma = (mu_affine / mu) ** 3
-        d_W, d_U, d_alpha, d_nu, d_t, d_s = direction(sigma * mu, d_t * d_alpha, d_s * d_nu)
-        step = 0.99 * longest_step((alpha, d_alpha), (nu, d_nu), (t, d_t), (s, d_s))
+        # Round-off can overflow a step at the very end (e below 1e-300 on some row): then
+        # the breakdown test below decides, as when the factorization fails.
+        try:
+            (_, _, d_alpha, d_nu, d_t, d_s), step = direction(-t * alpha, -s * nu)
+            mu_affine = (np.sum((t + step * d_t) * (alpha + step * d_alpha))
+                         + np.sum((s + step * d_s) * (nu + step * d_nu))) / (2 * k)
+            target = (mu_affine / mu) ** 3 * mu
+            rc_t, rc_s = target - t * alpha - d_t * d_alpha, target - s * nu - d_s * d_nu
+            found, step = direction(rc_t, rc_s)
+            for _ in range(CENTRALITY_CORRECTORS if step < CORRECTED_BELOW else 0):
+                # Gondzio's centrality corrector: aim at a longer step and pull the complementarity
+                # products that step would leave far from the target back into [0.1, 10] x target.
+                aim = min(1.0, 1.5 * step + 0.1)
+                d_alpha, d_nu, d_t, d_s = found[2:]
+                products_t = (t + aim * d_t) * (alpha + aim * d_alpha)
+                products_s = (s + aim * d_s) * (nu + aim * d_nu)
+                pull_t = np.clip(products_t, 0.1 * target, 10 * target) - products_t
+                pull_s = np.clip(products_s, 0.1 * target, 10 * target) - products_s
+                corrected, corrected_step = direction(rc_t + np.maximum(pull_t, -10 * target),
+                                                      rc_s + np.maximum(pull_s, -10 * target))
+                if corrected_step < step + 0.1 * (aim - step):
+                    break
+                found, step = corrected, corrected_step
+                rc_t, rc_s = rc_t + np.maximum(pull_t, -10 * target), rc_s + np.maximum(pull_s, -10 * target)
+        except (np.linalg.LinAlgError, ValueError):
+            break
+        if not (np.isfinite(step) and all(np.isfinite(part).all() for part in found)):
+            break
+        d_W, d_U, d_alpha, d_nu, d_t, d_s = found
+        step *= 0.99
         W, U, alpha, nu = W + step * d_W, U + step * d_U, alpha + step * d_alpha, nu + step * d_nu
         t, s = t + step * d_t, s + step * d_s
-    if dual_residual <= breakdown_tol and complementarity <= gap_tol * max(1.0, abs(objective)):
+    if dual_residual <= breakdown_tol and complementarity <= breakdown_gap_tol * max(abs(objective), GAP_FLOOR):
         # The Newton system became numerically singular at the very end (D spanning 30 decades
         # at a tiny lam): the iterate is optimal up to a dual residual below breakdown_tol.
         return W, U, dict(iterations=iteration - 1, complementarity=complementarity, objective=objective,
-                          dual_residual=dual_residual)
+                          dual_residual=dual_residual, multipliers=alpha)
     raise RuntimeError(f"the block interior-point method stalled at iteration {iteration} "
                        f"(complementarity {complementarity:.3g}, dual residual {dual_residual:.3g})")

@@ -59,9 +59,12 @@ BLOCK_IPM_MAX_BYTES = 4 * 2**30
 
 
 def block_ipm_bytes(T: int, K: int, q: int, n: int, d: int) -> float:
-    """Estimated bytes of the dense arrays of one Newton step of `block_hinge_ipm` (float64)."""
-    per_block = K * n * 4 + K * q * 2 + (K + q) * q * 2 + (K + q) ** 2 + n * n * 2 + q * q * 3 + (K + q) * 25
-    return 8.0 * (T * per_block + 3 * (n * d) ** 2)
+    """Estimated bytes of the arrays of one Newton step of `block_hinge_ipm` (float64): per
+    block M_t and N_t (the problem), R_t^-1 and Q'D^1/2 [M_t; 0] (kept for the solves) and
+    about 30 vectors of its K + q rows; the Theta system three times; and two chunks of
+    factorization temporaries (`block_hinge_ipm.CHUNK_BYTES`)."""
+    per_block = K * n + K * q + q * q + q * n + (K + q) * 30
+    return 8.0 * (T * per_block + 3 * (n * d) ** 2) + 2 * 2**27
 
 
 def block_ipm_fits(T: int, K: int, q: int, n: int, d: int) -> bool:

@@ -22,11 +22,13 @@ from __future__ import annotations
 import numpy as np
 
 from .hinge_rows import HingeRowOperator
-from .hinge_working_set import active_set_from_guess, solve_working_set
+from .hinge_working_set import MARGIN_GUESS, active_set_from_guess, solve_working_set
 from .policy import path_warm_start
 
-#: Rows of the previous optimum within this of the margin are guessed margin rows.
-MARGIN_GUESS = 1e-6
+#: Steps of the active-set method from the previous constant's sets before the working set takes
+#: over: when it works it takes 1-4; when it does not (a tenfold change of lam moves hundreds of
+#: rows) its sets oscillate for all of the steps (RBF kernel MOM: 25 steps, 0.5-1 s per constant).
+PATH_GUESS_MAX_STEPS = 6
 
 
 def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, band: float = 1e-2,
@@ -45,7 +47,8 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
         if previous is not None and path_warm_start(rows.n_vars, rows.n_rows):
             u = rows.margins(previous)
             margin = np.abs(u - 1.0) <= MARGIN_GUESS
-            w, steps = active_set_from_guess(rows, lam, weight, margin, (u < 1.0) & ~margin, tol)
+            w, steps = active_set_from_guess(rows, lam, weight, margin, (u < 1.0) & ~margin, tol,
+                                             max_steps=PATH_GUESS_MAX_STEPS)
             if w is not None:
                 results[i] = (w, dict(path="active_set", active_set_steps=steps, rounds=1, working_set=0,
                                       restricted_solves=0, newton_steps=0, rows=int(rows.n_rows)))

@@ -17,7 +17,9 @@ are Kronecker products of reduced-cost rows and features).
    clearly satisfied are dropped, the rest are hinge constraints; the restricted QP is solved
    (by the path `policy.restricted_qp_method` picks); rows that break their assumption join.
    The restricted problem lower-bounds the full one, so when no row breaks its assumption (up
-   to `tol` on the margins) the restricted optimum is the optimum.
+   to `tol` on the margins) the restricted optimum is the optimum. When only a few rows break,
+   the active-set method of step 2 is tried from the restricted optimum's sets first: it often
+   ends at the optimum in a step or two, saving the next (largest) restricted solve.
 With a ball constraint only step 3 runs.
 """
 
@@ -32,7 +34,19 @@ from .clarabel_qp import ball_block, solve_clarabel
 from .hinge_rows import HingeRowOperator
 from .hinge_newton import smoothed_hinge_start
 from .interior_point import box_qp, hinge_qp_ipm
-from .policy import BOX_DUAL_GAP, restricted_qp_method
+from .policy import BOX_DUAL_GAP, adaptive_working_set, restricted_qp_method
+
+#: Rows of an optimum (of a restricted QP, or of the previous constant of a path) within this of
+#: the margin are guessed margin rows of the active-set method.
+MARGIN_GUESS = 1e-6
+#: A working-set round tries the active-set finish when at most this fraction of its working
+#: rows broke, with at most this many steps (a failed try costs that many factorizations of the
+#: margin rows, far less than a restricted solve).
+FINISH_MAX_BROKEN = 0.05
+FINISH_MAX_STEPS = 5
+#: ... and guesses the margin rows within this of the margin (the restricted optimum is an
+#: interior-point solution: its margin rows may sit 1e-5 off; a wrong guess is corrected by a step).
+FINISH_BAND = 1e-4
 
 
 def restricted_qp(rows: HingeRowOperator, lam: float, weight: float, working: np.ndarray, linear: np.ndarray,
@@ -116,7 +130,9 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
     # linearized: the threshold `linear_below` grows and the jump is discarded.
     working = (u_start >= 1.0 - linear_below) & (u_start <= 1.0 + band)
     linear = u_start < 1.0 - linear_below
-    solves = 0
+    solves = finish_steps = 0
+    pinned = np.zeros(rows.n_rows, dtype=bool)
+    adaptive = adaptive_working_set(rows.n_vars)  # shrink the working set, try the active-set finish
     for round_ in range(1, max_rounds + 1):
         w = restricted_qp(rows, lam, weight, working, linear, radius)
         solves += working.any()
@@ -124,11 +140,31 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
         broken = (linear & (u > 1.0 + tol)) | (~linear & ~working & (u < 1.0 - tol))
         if not broken.any():
             break
+        if adaptive and radius is None and working.any() and broken.sum() <= FINISH_MAX_BROKEN * working.sum():
+            # Few rows broke: the restricted optimum's active sets are nearly the full problem's.
+            # A few active-set steps from them (factorizations of the margin rows only) usually
+            # end at the optimum, instead of another interior-point solve of the whole working set.
+            margin = np.abs(u - 1.0) <= FINISH_BAND
+            finished, steps = active_set_from_guess(rows, lam, weight, margin, (u < 1.0) & ~margin, tol,
+                                                    max_steps=FINISH_MAX_STEPS)
+            finish_steps += steps
+            if finished is not None:
+                w = finished
+                break
         if linear.any() and broken.sum() > max(100, working.sum()):
             linear_below *= 4.0
             working |= (u_start >= 1.0 - linear_below) & (u_start <= 1.0 + band)
             linear &= ~working
             continue
+        # Working rows the restricted optimum put far from the margin leave the working set
+        # (violated ones become linear, satisfied ones are dropped): the next restricted QP is
+        # then about the size of the margin set instead of every row ever near it (RBF kernel
+        # MOM: 400-900 rows instead of 650-2500). Each row leaves at most once (then it is
+        # pinned), so the rounds still terminate.
+        far = working & ~pinned & (np.abs(u - 1.0) > band) if adaptive else np.zeros_like(working)
+        working &= ~far
+        linear |= far & (u < 1.0)
+        pinned |= far
         # Rows near the margin join too: the next restricted optimum is likely to move them.
         joining = broken | (~working & (np.abs(u - 1.0) <= band))
         working |= joining
@@ -136,7 +172,8 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
     else:
         raise RuntimeError(f"MOM working-set method did not terminate in {max_rounds} rounds")
     info = dict(rounds=round_, working_set=int(working.sum()), linear_rows=int(linear.sum()),
-                restricted_solves=int(solves), newton_steps=int(newton_steps), rows=int(rows.n_rows))
+                restricted_solves=int(solves), newton_steps=int(newton_steps), rows=int(rows.n_rows),
+                finish_steps=int(finish_steps))
     return w, info
 
 
@@ -181,6 +218,10 @@ def active_set_from_guess(rows: HingeRowOperator, lam: float, weight: float, mar
                 return None, step  # numerically singular: the margin rows are not independent
         w = (gradient + rows.weighted_sum_of(index, alpha)) / lam
         u = rows.margins(w)
+        if index.size and np.abs(u[index] - 1.0).max() > tol:
+            # The guessed margin rows are off the margin: the system was solved inaccurately
+            # (w divides its residual by lam, large at tiny lam on ill-conditioned rows).
+            return None, step
         to_satisfied = np.zeros_like(margin)
         to_violated = np.zeros_like(margin)
         to_satisfied[index] = alpha < -alpha_tol

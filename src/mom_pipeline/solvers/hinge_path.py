@@ -12,7 +12,7 @@ margin rows are linearly dependent, or its guesses cycle) that constant is solve
 `solve_working_set` started from the previous optimum (its working set: the rows near the
 previous margin; measured 3-6x faster than a cold start at lam <= 1e-5 on a kernel MOM of
 375 samples, which is where a lam grid spends its time); `policy.path_warm_start` says when
-either warm start is used (from 500 unknowns on: kernel features; linear MOM is solved cold).
+either warm start is used (from 300 unknowns on: kernel features; linear MOM is solved cold).
 Each result is exact either way: the active-set method stops only when no row contradicts
 the optimality conditions (up to `tol` on the margins).
 """
@@ -22,13 +22,15 @@ from __future__ import annotations
 import numpy as np
 
 from .hinge_rows import HingeRowOperator
-from .hinge_working_set import MARGIN_GUESS, active_set_from_guess, solve_working_set
+from .hinge_working_set import active_set_from_guess, solve_working_set
 from .policy import path_warm_start
 
 #: Steps of the active-set method from the previous constant's sets before the working set takes
 #: over: when it works it takes 1-4; when it does not (a tenfold change of lam moves hundreds of
 #: rows) its sets oscillate for all of the steps (RBF kernel MOM: 25 steps, 0.5-1 s per constant).
 PATH_GUESS_MAX_STEPS = 6
+#: Rows of the previous optimum within this of the margin are guessed margin rows.
+MARGIN_GUESS = 1e-6
 
 
 def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, band: float = 1e-2,

@@ -17,9 +17,9 @@ are Kronecker products of reduced-cost rows and features).
    clearly satisfied are dropped, the rest are hinge constraints; the restricted QP is solved
    (by the path `policy.restricted_qp_method` picks); rows that break their assumption join.
    The restricted problem lower-bounds the full one, so when no row breaks its assumption (up
-   to `tol` on the margins) the restricted optimum is the optimum. When only a few rows break,
-   the active-set method of step 2 is tried from the restricted optimum's sets first: it often
-   ends at the optimum in a step or two, saving the next (largest) restricted solve.
+   to `tol` on the margins) the restricted optimum is the optimum. On kernel-sized problems
+   (`policy.adaptive_working_set`) rows the restricted optimum puts far from the margin leave
+   the working set once, so that the restricted QPs stay about the size of the margin set.
 With a ball constraint only step 3 runs.
 """
 
@@ -36,17 +36,6 @@ from .hinge_newton import smoothed_hinge_start
 from .interior_point import box_qp, hinge_qp_ipm
 from .policy import BOX_DUAL_GAP, adaptive_working_set, restricted_qp_method
 
-#: Rows of an optimum (of a restricted QP, or of the previous constant of a path) within this of
-#: the margin are guessed margin rows of the active-set method.
-MARGIN_GUESS = 1e-6
-#: A working-set round tries the active-set finish when at most this fraction of its working
-#: rows broke, with at most this many steps (a failed try costs that many factorizations of the
-#: margin rows, far less than a restricted solve).
-FINISH_MAX_BROKEN = 0.05
-FINISH_MAX_STEPS = 5
-#: ... and guesses the margin rows within this of the margin (the restricted optimum is an
-#: interior-point solution: its margin rows may sit 1e-5 off; a wrong guess is corrected by a step).
-FINISH_BAND = 1e-4
 
 
 def restricted_qp(rows: HingeRowOperator, lam: float, weight: float, working: np.ndarray, linear: np.ndarray,
@@ -127,12 +116,14 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
     # Rows far below the margin at the start are assumed violated (linear). With a weak
     # regularizer that assumption lets the restricted optimum jump far (its linear pull is
     # only held back by lam); a jump shows as many broken rows, and then fewer rows are
-    # linearized: the threshold `linear_below` grows and the jump is discarded.
+    # linearized: the threshold `linear_below` grows and the jump is discarded (not on
+    # kernel-sized problems, where that grew working sets to every row, 3745 of 3750: there
+    # the broken rows join and the far ones leave instead).
     working = (u_start >= 1.0 - linear_below) & (u_start <= 1.0 + band)
     linear = u_start < 1.0 - linear_below
-    solves = finish_steps = 0
+    solves = 0
     pinned = np.zeros(rows.n_rows, dtype=bool)
-    adaptive = adaptive_working_set(rows.n_vars)  # shrink the working set, try the active-set finish
+    adaptive = adaptive_working_set(rows.n_vars)  # shrink the working set, no growth after jumps
     for round_ in range(1, max_rounds + 1):
         w = restricted_qp(rows, lam, weight, working, linear, radius)
         solves += working.any()
@@ -140,18 +131,7 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
         broken = (linear & (u > 1.0 + tol)) | (~linear & ~working & (u < 1.0 - tol))
         if not broken.any():
             break
-        if adaptive and radius is None and working.any() and broken.sum() <= FINISH_MAX_BROKEN * working.sum():
-            # Few rows broke: the restricted optimum's active sets are nearly the full problem's.
-            # A few active-set steps from them (factorizations of the margin rows only) usually
-            # end at the optimum, instead of another interior-point solve of the whole working set.
-            margin = np.abs(u - 1.0) <= FINISH_BAND
-            finished, steps = active_set_from_guess(rows, lam, weight, margin, (u < 1.0) & ~margin, tol,
-                                                    max_steps=FINISH_MAX_STEPS)
-            finish_steps += steps
-            if finished is not None:
-                w = finished
-                break
-        if linear.any() and broken.sum() > max(100, working.sum()):
+        if not adaptive and linear.any() and broken.sum() > max(100, working.sum()):
             linear_below *= 4.0
             working |= (u_start >= 1.0 - linear_below) & (u_start <= 1.0 + band)
             linear &= ~working
@@ -173,7 +153,7 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
         raise RuntimeError(f"MOM working-set method did not terminate in {max_rounds} rounds")
     info = dict(rounds=round_, working_set=int(working.sum()), linear_rows=int(linear.sum()),
                 restricted_solves=int(solves), newton_steps=int(newton_steps), rows=int(rows.n_rows),
-                finish_steps=int(finish_steps))
+                dropped_rows=int(pinned.sum()))
     return w, info
 
 

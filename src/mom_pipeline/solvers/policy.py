@@ -24,8 +24,8 @@ path, on every machine):
       p > 2000 or (p > 500 and 2|Q| < p);
     - "cg": conjugate gradients on the Hessian operator otherwise (many features and many
       curved rows).
-* `adaptive_working_set(n_vars)`: whether working-set rounds shrink their working set and try
-  an active-set finish (kernel-sized problems).
+* `adaptive_working_set(n_vars)`: whether working-set rounds shrink their working set to
+  about the margin set (kernel-sized problems).
 * `path_warm_start(n_vars, n_rows)`: whether a regularization path (`hinge_path`) starts each
   constant from the previous optimum's active sets (else every constant is solved cold).
 
@@ -50,10 +50,12 @@ BOX_DUAL_MIN_VARS = 2000
 # unknown (its k x k Gram matrix is then rank-deficient, which the barrier handles). Polynomial
 # kernel MOM, degree 4 (p = 1470, k = 1650-1760 working rows): 0.7 s against 2.1 s with Clarabel.
 BOX_DUAL_MAX_ROWS_PER_VAR = 2
-# Restricted QP from this many unknowns (kernel features) with at most half as many rows: the
-# box-QP dual too (a small k x k system, stopped on its duality gap), not Clarabel, whose
-# default accuracy left a polynomial kernel MOM 8e-7 above its optimum at lam = 1e-6.
-KERNEL_MIN_VARS = 500
+# Kernel-sized problems from this many unknowns (polynomial kernel MOM of degree 2 on knapsack:
+# 21 x 15 = 315; linear MOM has at most 240): their restricted QPs with at most 2 rows per
+# unknown go to the box-QP dual (stopped on its duality gap) before the other paths (Clarabel
+# left a degree-3 cell 8e-7 above its optimum at lam = 1e-6; the p x p interior-point method
+# took 19.9 s where the box dual takes 3.8 s over that cell's path).
+KERNEL_MIN_VARS = 300
 # Box-QP dual: stopped when its duality gap (= the restricted hinge QP's) is below this.
 BOX_DUAL_GAP = 1e-10
 # Newton steps: a dense p x p Hessian up to this many unknowns.
@@ -104,18 +106,17 @@ def newton_system(n_vars: int, n_curved: int) -> Literal["dense", "woodbury", "c
 
 def adaptive_working_set(n_vars: int) -> bool:
     """Whether working-set rounds drop the rows their restricted optimum put far from the margin
-    and try the active-set finish when few rows broke (`hinge_working_set`): from KERNEL_MIN_VARS
-    unknowns on (kernel MOM: a polynomial degree-3 cell over its lam path 19.9 s -> 3.8 s with
-    the box-QP rule above). Below, the working sets stay as they were, so linear MOM keeps its
-    results bit for bit."""
+    (once per row) instead of growing the working set after a jump (`hinge_working_set`): from KERNEL_MIN_VARS unknowns on (kernel MOM: a polynomial
+    degree-4 gamma-0.5 cell over its lam path 11.8 s -> 2.4 s with the box-QP rule). Below,
+    the working sets stay as they were, so linear MOM keeps its results."""
     return n_vars >= KERNEL_MIN_VARS
 
 
 # Regularization paths: start each constant from the previous optimum from this many unknowns
-# on (kernel MOM: 3-6x faster at small lam). Below, the smoothed Newton start is better: linear
+# on (kernel MOM: 3-6x faster at small lam; degree-2 polynomial cells of 315 unknowns too). Below, the smoothed Newton start is better: linear
 # MOM on shortest path (T = 1000, 240 unknowns, 16,000 rows) took 18.7 s warm vs 7.9 s cold
 # over its 9 lam values (loaded machine).
-PATH_WARM_START_MIN_VARS = 500
+PATH_WARM_START_MIN_VARS = KERNEL_MIN_VARS
 
 
 def path_warm_start(n_vars: int, n_rows: int) -> bool:

@@ -25,10 +25,11 @@ from .hinge_rows import HingeRowOperator
 from .hinge_working_set import active_set_from_guess, solve_working_set
 from .policy import path_warm_start
 
-#: Steps of the active-set method from the previous constant's sets before the working set takes
-#: over: when it works it takes 1-4; when it does not (a tenfold change of lam moves hundreds of
-#: rows) its sets oscillate for all of the steps (RBF kernel MOM: 25 steps, 0.5-1 s per constant).
-PATH_GUESS_MAX_STEPS = 6
+#: The active-set method from the previous constant's sets gives up when, after a few steps,
+#: more than this fraction of the rows still change sets per step: its guesses then oscillate
+#: for all of its 25 steps (knapsack RBF kernel MOM: about 1000 of 3750 rows per step, 0.5-1 s
+#: per constant), while where it works the changes fall off (shortest-path RBF: 8-14 steps).
+PATH_GUESS_CHURN = 0.1
 #: Rows of the previous optimum within this of the margin are guessed margin rows.
 MARGIN_GUESS = 1e-6
 
@@ -50,7 +51,7 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
             u = rows.margins(previous)
             margin = np.abs(u - 1.0) <= MARGIN_GUESS
             w, steps = active_set_from_guess(rows, lam, weight, margin, (u < 1.0) & ~margin, tol,
-                                             max_steps=PATH_GUESS_MAX_STEPS)
+                                             churn_limit=PATH_GUESS_CHURN)
             if w is not None:
                 results[i] = (w, dict(path="active_set", active_set_steps=steps, rounds=1, working_set=0,
                                       restricted_solves=0, newton_steps=0, rows=int(rows.n_rows)))

@@ -36,6 +36,9 @@ from .hinge_newton import smoothed_hinge_start
 from .interior_point import box_qp, hinge_qp_ipm
 from .policy import BOX_DUAL_GAP, adaptive_working_set, restricted_qp_method
 
+#: `active_set_from_guess` checks its churn (rows changing sets per step) from this step on.
+CHURN_AFTER_STEPS = 5
+
 
 
 def restricted_qp(rows: HingeRowOperator, lam: float, weight: float, working: np.ndarray, linear: np.ndarray,
@@ -174,11 +177,13 @@ def active_set_finish(rows: HingeRowOperator, lam: float, weight: float, u: np.n
 
 
 def active_set_from_guess(rows: HingeRowOperator, lam: float, weight: float, margin: np.ndarray,
-                          violated: np.ndarray, tol: float, max_steps: int = 25):
+                          violated: np.ndarray, tol: float, max_steps: int = 25, churn_limit: float = 1.0):
     """`active_set_finish` from a given guess of the margin rows and the violated rows (boolean
     masks over the rows; the rest are guessed satisfied): (w, steps), w None when it gives up.
 
-    A regularization path starts each constant from the sets of the previous one's optimum."""
+    A regularization path starts each constant from the sets of the previous one's optimum.
+    From step CHURN_AFTER_STEPS on it gives up when more than `churn_limit` of the rows change
+    sets in one step (the guesses oscillate instead of settling)."""
     margin, violated = margin.copy(), violated.copy()
     alpha_tol = 1e-9 * weight
     for step in range(1, max_steps + 1):
@@ -209,6 +214,9 @@ def active_set_from_guess(rows: HingeRowOperator, lam: float, weight: float, mar
         to_margin = (violated & (u > 1.0 + tol)) | (~violated & ~margin & (u < 1.0 - tol))
         if not (to_satisfied.any() or to_violated.any() or to_margin.any()):
             return w, step
+        changes = int(to_satisfied.sum() + to_violated.sum() + to_margin.sum())
+        if step >= CHURN_AFTER_STEPS and changes > churn_limit * rows.n_rows:
+            return None, step
         margin = (margin & ~to_satisfied & ~to_violated) | to_margin
         violated = (violated & ~to_margin) | to_violated
     return None, max_steps

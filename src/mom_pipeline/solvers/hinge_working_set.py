@@ -40,7 +40,6 @@ from .policy import BOX_DUAL_GAP, adaptive_working_set, restricted_qp_method
 CHURN_AFTER_STEPS = 5
 
 
-
 def restricted_qp(rows: HingeRowOperator, lam: float, weight: float, working: np.ndarray, linear: np.ndarray,
                    radius: float | None) -> np.ndarray:
     """argmin_w (lam/2)||w||^2 - weight * sum_{linear} h'w + weight * sum_{working} max(0, 1 - h'w)

@@ -10,10 +10,12 @@ path, on every machine):
       unknowns and p <= 1000: its Newton systems are p x p, O(k p^2) a step, while Clarabel
       factors the (p + 2k)-sized KKT system with a dense k x p block (linear MOM at small
       lam: thousands of working rows, a few hundred unknowns).
-    - "box_dual" (`interior_point.box_qp` on the dual) when p > max(2000, 2k), or when
-      p > 1000 (beyond the interior-point method) and k <= 2p: the dual is a box QP with a
-      k x k Gram matrix, smaller than the primal or not much larger (kernel features). A polynomial kernel MOM
-      of degree 4 (p = 21 x 70) over its lam path: 90.6 s with Clarabel, 63.9 s this way.
+    - "box_dual" (`interior_point.box_qp` on the dual) first on kernel-sized problems
+      (p >= 300) with k <= 2p, and otherwise when p > max(2000, 2k): the dual is a box QP
+      with a k x k Gram matrix, smaller than the primal or not much larger (kernel features).
+      A polynomial kernel MOM of degree 4 (p = 21 x 70) over its lam path: 90.6 s with
+      Clarabel, 63.9 s this way; degree 3 (p = 735): 19.9 s with the interior-point method
+      and Clarabel, 3.8 s this way (with the adaptive working set below).
       Stopped by its duality gap (BOX_DUAL_GAP, in the rescaled MOM objective's units) when
       round-off keeps its residuals above their tolerance.
     - "clarabel" otherwise, and always with a ball constraint (a second-order cone).
@@ -46,9 +48,9 @@ from typing import Literal
 INTERIOR_POINT_MAX_VARS = 1000
 # Restricted QP: the box-QP dual beyond this many unknowns (and more than twice the rows).
 BOX_DUAL_MIN_VARS = 2000
-# Restricted QP beyond INTERIOR_POINT_MAX_VARS unknowns: the box-QP dual up to this many rows per
-# unknown (its k x k Gram matrix is then rank-deficient, which the barrier handles). Polynomial
-# kernel MOM, degree 4 (p = 1470, k = 1650-1760 working rows): 0.7 s against 2.1 s with Clarabel.
+# Restricted QP of a kernel-sized problem: the box-QP dual up to this many rows per unknown (its
+# k x k Gram matrix is then rank-deficient, which the barrier handles). Polynomial kernel MOM,
+# degree 4 (p = 1470, k = 1650-1760 working rows): 0.7 s against 2.1 s with Clarabel.
 BOX_DUAL_MAX_ROWS_PER_VAR = 2
 # Kernel-sized problems from this many unknowns (polynomial kernel MOM of degree 2 on knapsack:
 # 21 x 15 = 315; linear MOM has at most 240): their restricted QPs with at most 2 rows per

@@ -6,7 +6,7 @@ fitted one by one (the reference) and together (`fit_many`: MOM over its lam pat
 kernel matrix per (degree, gamma), kernel ridge from one eigendecomposition, SPO+ in
 lockstep), and the seconds per trial of the method's FULL grid are extrapolated from the
 sampled (degree, gamma) cells (every cell of a sample is fitted over all nine lam values).
-Usage: python benchmarks/tuning_grids.py [--kernel-cells 3] [--degree 4] [--feature-low -1]
+Usage: python benchmarks/tuning_grids.py [--kernel-cells 3] [--degree 4] [--feature-low -1] [--together-only]
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ def main() -> None:
     parser.add_argument("--feature-low", type=float, default=-1.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--methods", default="MOM,PolyMOM,RbfMOM,PolyRidge,RbfRidge,SPO+", help="comma-separated")
+    parser.add_argument("--together-only", action="store_true",
+                        help="time only fit_many (to compare two versions of the code on the same cells)")
     args = parser.parse_args()
     trial = generate_knapsack(375, 0, degree=args.degree, feature_low=args.feature_low, seed=args.seed)
     Z, C = trial.train.Z, trial.train.C
@@ -78,7 +80,8 @@ def main() -> None:
     for name in args.methods.split(","):
         scale, make, extra = cases[name]
         models = make()
-        separate = timed(lambda: [fit_or_fail(m, Z, solution.x, **fit_args, **extra) for m in models])
+        separate = float("nan") if args.together_only else timed(
+            lambda: [fit_or_fail(m, Z, solution.x, **fit_args, **extra) for m in models])
         together = timed(lambda: type(models[0]).fit_many(make(), Z, solution.x, **fit_args, **extra))
         print(f"{name:10s} {len(models):6d} {separate:13.2f} {together:11.2f} {separate / together:6.2f} "
               f"{separate * scale:25.1f} {together * scale:23.1f}", flush=True)

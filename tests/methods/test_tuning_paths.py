@@ -11,6 +11,7 @@ from mom_pipeline.methods.mom import MOM, mom_objective, solve_hinge_qp_cvxpy
 from mom_pipeline.methods.mom_problem import kkt_certificate, operators_of_bases
 from mom_pipeline.problems import generate_knapsack, generate_shortest_path
 from mom_pipeline.solvers import path_warm_start
+from mom_pipeline.solvers.policy import adaptive_working_set
 
 LAMBDAS = list(np.logspace(-6, 2, 9))
 
@@ -99,8 +100,32 @@ def test_kernel_ridge_grid_equals_direct_solves(trial, kernel, cells):
         np.testing.assert_allclose(model.predict_cost(Z_new), expected, rtol=1e-6, atol=1e-6 * scale)
 
 
+@pytest.mark.parametrize("degree, gamma", [(4, 0.5), (2, 4.0)])
+def test_kernel_mom_path_at_small_lambda_equals_cvxpy(degree, gamma):
+    """The figures' hot spot: polynomial kernels of degree 2-4 down to lam = 1e-6 (nearly hard
+    margin), solved as one path with the adaptive working set (policy.adaptive_working_set)."""
+    trial = generate_knapsack(60, 0, degree=4, feature_low=-1.0, seed=11)
+    solution = trial.lp.solve(trial.train.C)
+    Z = trial.train.Z
+    models = KernelMOM.fit_many([KernelMOM(kernel="poly", degree=degree, gamma=gamma, lam=lam) for lam in LAMBDAS],
+                                Z, solution.x, lp=trial.lp, basis=solution.basis)
+    M = operators_of_bases(trial.lp.A, solution.basis)
+    features = models[0].transform(Z) @ models[0].row_space_
+    assert adaptive_working_set(trial.lp.n * features.shape[1])
+    for model in models:
+        assert kkt_certificate(model.mom_.coef_, M, features, model.lam)["relative_gap"] <= 1e-7
+        if model.lam <= 1e-4:
+            reference, _ = solve_hinge_qp_cvxpy(M, features, model.lam)
+            f_ref = mom_objective(reference, M, features, model.lam)
+            assert model.objective_ == pytest.approx(f_ref, rel=1e-6)
+            assert model.objective_ <= f_ref * (1 + 1e-8)
+    assert any(model.solver_info_.get("dropped_rows", 0) > 0 for model in models)  # the shrinking is exercised
+
+
 def test_path_warm_start_policy_is_by_size():
     assert path_warm_start(21 * 70, 3750)  # polynomial kernel MOM, degree 4
+    assert path_warm_start(21 * 15, 3750) and adaptive_working_set(21 * 15)  # degree 2
+    assert not adaptive_working_set(21 * 5)  # linear MOM, knapsack
     assert not path_warm_start(40 * 6, 16000)  # linear MOM, shortest path
 
 

@@ -66,3 +66,35 @@ def test_certificate_bounds_the_cvxpy_optimum_and_detects_a_suboptimal_point():
     assert certificate["objective"] == pytest.approx(optimum, rel=1e-6)
     perturbed = Theta + 0.05 * np.abs(Theta).max() * np.random.default_rng(6).normal(size=Theta.shape)
     assert kkt_certificate(perturbed, M, Z, lam)["relative_gap"] > 1e-4
+
+
+def _kernel_operators(n_train: int, seed: int, degree: int = 3):
+    """A knapsack problem on polynomial kernel features: 21 x 35 = 735 unknowns, kernel-sized."""
+    from mom_pipeline.methods.kernels import KernelFeatures
+
+    trial = generate_knapsack(n_train, 0, degree=4, feature_low=-1.0, seed=seed)
+    basis = trial.lp.solve(trial.train.C).basis
+    Z = trial.train.Z
+    Phi = KernelFeatures(kernel="poly", degree=degree, gamma=1.0).fit(Z).transform(Z)
+    _, singular, Vt = np.linalg.svd(Phi, full_matrices=False)
+    return reduced_cost_operator(trial.lp.A, basis)[0], Phi @ Vt[singular > 1e-10 * singular[0]].T
+
+
+@pytest.mark.parametrize("lam", [1e-6, 1e-4, 1e-2])
+def test_adaptive_working_set_is_certified_optimal(lam):
+    """Kernel-sized working sets drop their far rows: the result is still the certified optimum,
+    equal to cvxpy's."""
+    from mom_pipeline.solvers.policy import adaptive_working_set
+
+    M, F = _kernel_operators(80, seed=7)
+    assert adaptive_working_set(M.shape[2] * F.shape[1])
+    w0 = np.random.default_rng(8).normal(size=M.shape[2] * F.shape[1])  # a poor start: many rounds
+    Theta, info = solve_hinge_qp(M, F, lam, w0=w0)
+    assert info["rounds"] >= 2 and info["dropped_rows"] > 0
+    certificate = kkt_certificate(Theta, M, F, lam)
+    assert certificate["relative_gap"] <= 1e-7 and certificate["gap"] >= -1e-12
+    reference, _ = solve_hinge_qp_cvxpy(M, F, lam)
+    optimum = mom_objective(reference, M, F, lam)
+    assert certificate["objective"] == pytest.approx(optimum, rel=1e-6)
+    assert certificate["objective"] <= optimum * (1 + 1e-9)  # never above the reference beyond its accuracy
+

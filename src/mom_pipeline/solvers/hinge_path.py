@@ -12,7 +12,7 @@ margin rows are linearly dependent, or its guesses cycle) that constant is solve
 `solve_working_set` started from the previous optimum (its working set: the rows near the
 previous margin; measured 3-6x faster than a cold start at lam <= 1e-5 on a kernel MOM of
 375 samples, which is where a lam grid spends its time); `policy.path_warm_start` says when
-either warm start is used (from 500 unknowns on: kernel features; linear MOM is solved cold).
+either warm start is used (from 300 unknowns on: kernel features; linear MOM is solved cold).
 Each result is exact either way: the active-set method stops only when no row contradicts
 the optimality conditions (up to `tol` on the margins).
 """
@@ -25,6 +25,11 @@ from .hinge_rows import HingeRowOperator
 from .hinge_working_set import active_set_from_guess, solve_working_set
 from .policy import path_warm_start
 
+#: The active-set method from the previous constant's sets gives up when, after a few steps,
+#: more than this fraction of the rows still change sets per step: its guesses then oscillate
+#: for all of its 25 steps (knapsack RBF kernel MOM: about 1000 of 3750 rows per step, 0.5-1 s
+#: per constant), while where it works the changes fall off (shortest-path RBF: 8-14 steps).
+PATH_GUESS_CHURN = 0.1
 #: Rows of the previous optimum within this of the margin are guessed margin rows.
 MARGIN_GUESS = 1e-6
 
@@ -45,7 +50,8 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
         if previous is not None and path_warm_start(rows.n_vars, rows.n_rows):
             u = rows.margins(previous)
             margin = np.abs(u - 1.0) <= MARGIN_GUESS
-            w, steps = active_set_from_guess(rows, lam, weight, margin, (u < 1.0) & ~margin, tol)
+            w, steps = active_set_from_guess(rows, lam, weight, margin, (u < 1.0) & ~margin, tol,
+                                             churn_limit=PATH_GUESS_CHURN)
             if w is not None:
                 results[i] = (w, dict(path="active_set", active_set_steps=steps, rounds=1, working_set=0,
                                       restricted_solves=0, newton_steps=0, rows=int(rows.n_rows)))

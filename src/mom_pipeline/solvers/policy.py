@@ -10,10 +10,12 @@ path, on every machine):
       unknowns and p <= 1000: its Newton systems are p x p, O(k p^2) a step, while Clarabel
       factors the (p + 2k)-sized KKT system with a dense k x p block (linear MOM at small
       lam: thousands of working rows, a few hundred unknowns).
-    - "box_dual" (`interior_point.box_qp` on the dual) when p > max(2000, 2k), or when
-      p > 1000 (beyond the interior-point method) and k < p: the dual is a box QP with a
-      k x k Gram matrix, smaller than the primal (kernel features). A polynomial kernel MOM
-      of degree 4 (p = 21 x 70) over its lam path: 90.6 s with Clarabel, 63.9 s this way.
+    - "box_dual" (`interior_point.box_qp` on the dual) first on kernel-sized problems
+      (p >= 300) with k <= 2p, and otherwise when p > max(2000, 2k): the dual is a box QP
+      with a k x k Gram matrix, smaller than the primal or not much larger (kernel features).
+      A polynomial kernel MOM of degree 4 (p = 21 x 70) over its lam path: 90.6 s with
+      Clarabel, 63.9 s this way; degree 3 (p = 735): 19.9 s with the interior-point method
+      and Clarabel, 3.8 s this way (with the adaptive working set below).
       Stopped by its duality gap (BOX_DUAL_GAP, in the rescaled MOM objective's units) when
       round-off keeps its residuals above their tolerance.
     - "clarabel" otherwise, and always with a ball constraint (a second-order cone).
@@ -24,6 +26,8 @@ path, on every machine):
       p > 2000 or (p > 500 and 2|Q| < p);
     - "cg": conjugate gradients on the Hessian operator otherwise (many features and many
       curved rows).
+* `adaptive_working_set(n_vars)`: whether working-set rounds shrink their working set to
+  about the margin set (kernel-sized problems).
 * `path_warm_start(n_vars, n_rows)`: whether a regularization path (`hinge_path`) starts each
   constant from the previous optimum's active sets (else every constant is solved cold).
 
@@ -44,6 +48,16 @@ from typing import Literal
 INTERIOR_POINT_MAX_VARS = 1000
 # Restricted QP: the box-QP dual beyond this many unknowns (and more than twice the rows).
 BOX_DUAL_MIN_VARS = 2000
+# Restricted QP of a kernel-sized problem: the box-QP dual up to this many rows per unknown (its
+# k x k Gram matrix is then rank-deficient, which the barrier handles). Polynomial kernel MOM,
+# degree 4 (p = 1470, k = 1650-1760 working rows): 0.7 s against 2.1 s with Clarabel.
+BOX_DUAL_MAX_ROWS_PER_VAR = 2
+# Kernel-sized problems from this many unknowns (polynomial kernel MOM of degree 2 on knapsack:
+# 21 x 15 = 315; linear MOM has at most 240): their restricted QPs with at most 2 rows per
+# unknown go to the box-QP dual (stopped on its duality gap) before the other paths (Clarabel
+# left a degree-3 cell 8e-7 above its optimum at lam = 1e-6; the p x p interior-point method
+# took 19.9 s where the box dual takes 3.8 s over that cell's path).
+KERNEL_MIN_VARS = 300
 # Box-QP dual: stopped when its duality gap (= the restricted hinge QP's) is below this.
 BOX_DUAL_GAP = 1e-10
 # Newton steps: a dense p x p Hessian up to this many unknowns.
@@ -74,9 +88,13 @@ def block_ipm_fits(T: int, K: int, q: int, n: int, d: int) -> bool:
 
 def restricted_qp_method(n_vars: int, n_rows: int, ball: bool) -> Literal["interior_point", "box_dual", "clarabel"]:
     """The solver of a restricted hinge QP with `n_vars` unknowns and `n_rows` hinge rows."""
-    if not ball and 2 * n_rows > n_vars and n_vars <= INTERIOR_POINT_MAX_VARS:
+    if ball:
+        return "clarabel"
+    if n_vars >= KERNEL_MIN_VARS and n_rows <= BOX_DUAL_MAX_ROWS_PER_VAR * n_vars:
+        return "box_dual"
+    if 2 * n_rows > n_vars and n_vars <= INTERIOR_POINT_MAX_VARS:
         return "interior_point"
-    if not ball and (n_vars > max(BOX_DUAL_MIN_VARS, 2 * n_rows) or INTERIOR_POINT_MAX_VARS < n_vars > n_rows):
+    if n_vars > max(BOX_DUAL_MIN_VARS, 2 * n_rows):
         return "box_dual"
     return "clarabel"
 
@@ -91,11 +109,19 @@ def newton_system(n_vars: int, n_curved: int) -> Literal["dense", "woodbury", "c
     return "woodbury" if woodbury else "cg"
 
 
+def adaptive_working_set(n_vars: int) -> bool:
+    """Whether working-set rounds drop the rows their restricted optimum put far from the margin
+    (once per row) instead of growing the working set after a jump (`hinge_working_set`): from KERNEL_MIN_VARS unknowns on (kernel MOM: a polynomial
+    degree-4 gamma-0.5 cell over its lam path 11.8 s -> 2.4 s with the box-QP rule). Below,
+    the working sets stay as they were, so linear MOM keeps its results."""
+    return n_vars >= KERNEL_MIN_VARS
+
+
 # Regularization paths: start each constant from the previous optimum from this many unknowns
-# on (kernel MOM: 3-6x faster at small lam). Below, the smoothed Newton start is better: linear
+# on (kernel MOM: 3-6x faster at small lam; degree-2 polynomial cells of 315 unknowns too). Below, the smoothed Newton start is better: linear
 # MOM on shortest path (T = 1000, 240 unknowns, 16,000 rows) took 18.7 s warm vs 7.9 s cold
 # over its 9 lam values (loaded machine).
-PATH_WARM_START_MIN_VARS = 500
+PATH_WARM_START_MIN_VARS = KERNEL_MIN_VARS
 
 
 def path_warm_start(n_vars: int, n_rows: int) -> bool:

@@ -38,10 +38,10 @@ lock: | $(BIN)/uv
 run: $(STAMP)
 	$(BIN)/kedro run --pipelines=shortest_path
 
-# One test process per core (pytest-xdist): most of the suite's wall time is Kedro runs in
-# subprocesses and project copies, which are independent of each other.
+# One test process per core (pytest-xdist, work stealing for the uneven tests): most of the
+# suite's wall time is Kedro runs in subprocesses and project copies, independent of each other.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n auto
+	$(BIN)/python -m pytest -n auto --dist worksteal
 
 # Every benchmark: the hot paths against references timed in the same run (a few minutes),
 # then the end-to-end wall time, peak memory and disk of every paper figure (hours at the full

@@ -2,8 +2,8 @@
 
 Hyperparameters are declared as annotated class fields under `estimator_hyperparameters`,
 which writes the ``__init__`` that only stores them (scikit-learn's rule); learned state ends
-with an underscore; ``fit`` returns self; ``get_params``/``set_params`` come from scikit-learn's BaseEstimator so a
-tuning grid is a plain dict of parameter lists.
+with an underscore; ``fit`` returns self; ``get_params``/``set_params`` come from
+scikit-learn's BaseEstimator, so a tuning grid is a plain dict of parameter lists.
 
 Every method predicts costs c_hat = f(z); decisions come from solving the LP with the
 predicted costs through the LP layer (`decide`). ``needs_costs`` says whether training

@@ -36,7 +36,7 @@ class MethodEntry:
         return bool(self.cls.needs_costs)
 
 
-# Tables and figures show a method under its class name unless it has a label of its own here.
+# Tables and figures show a method under its registered name unless it has a label of its own here.
 _LABELS = {"OnlineMOM": "MOM-OGD", "FTRLMOM": "MOM-FTRL", "SuboptimalityOGD": "Suboptimality-OGD",
            "RandomForest": "RF", "SPOPlus": "SPO+"}
 _CLASSES = {"MOM": MOM, "KernelMOM": KernelMOM, "OnlineMOM": OnlineMOM, "Perceptron": Perceptron,

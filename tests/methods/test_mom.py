@@ -388,3 +388,25 @@ def test_box_qp_accepts_the_round_off_floor_of_a_badly_scaled_gram_matrix():
     problem.solve(solver=cp.CLARABEL)
     assert a.min() >= 0 and a.max() <= upper
     assert 0.5 * a @ Q @ a + c @ a == pytest.approx(problem.value, rel=1e-6)
+
+
+def test_wide_linear_mom_takes_the_kernel_sized_path_and_stays_exact():
+    """Linear MOM with 300+ unknowns (a wide inverse problem) goes through the adaptive working
+    set, the warm-started path and the box-QP dual that kernel MOM uses; every lam of its grid
+    must still be the cvxpy optimum."""
+    from mom_pipeline.solvers import policy
+
+    trial = generate_shortest_path(60, 0, degree=4, eps_bar=0.5, seed=4)
+    X = trial.lp.solve(trial.train.C).x
+    extra = np.random.default_rng(5).uniform(-1, 1, size=(trial.train.Z.shape[0], 3))
+    Z = np.hstack([trial.train.Z, extra])  # 40 arcs x 9 features = 360 unknowns
+    n_vars = trial.lp.n * Z.shape[1]
+    assert policy.adaptive_working_set(n_vars) and policy.path_warm_start(n_vars, 0)
+    M, _ = reduced_cost_operator(trial.lp.A, trial.lp.basis_from_solution(X))
+    lams = (1e-6, 1e-3, 1e0)
+    models = MOM.fit_many([MOM(lam=lam) for lam in lams], Z, X, lp=trial.lp)
+    for lam, model in zip(lams, models):
+        reference, _ = solve_hinge_qp_cvxpy(M, Z, lam)
+        f_ref = mom_objective(reference, M, Z, lam)
+        assert model.objective_ == pytest.approx(f_ref, rel=1e-6), lam
+        assert model.objective_ >= f_ref * (1 - 1e-6)

@@ -37,6 +37,27 @@ def test_imap_trials_keeps_order():
     assert list(imap_trials(pow, [(i, 2) for i in range(9)], config)) == [i * i for i in range(9)]
 
 
+def test_loky_worker_replacement_warning_is_filtered_and_others_are_not():
+    """loky replaces a worker whose memory grew by 300 MB during a trial (the trial's result is
+    kept) and warns about it from its manager thread; that warning must not reach the log of a
+    long run, and no other warning may be swallowed with it."""
+    import inspect
+    import warnings
+
+    from joblib.externals.loky import process_executor
+
+    from mom_pipeline.experiments.compute import _backend
+
+    message = "A worker stopped while some jobs were given to the executor."
+    assert '"A worker stopped while some jobs were given to the "' in inspect.getsource(process_executor)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with _backend(ComputeConfig(backend="loky", n_jobs=2)):
+            warnings.warn(message + " This can be caused by a too short worker timeout.", UserWarning)
+            warnings.warn("another warning", UserWarning)
+    assert [str(w.message) for w in caught] == ["another warning"]
+
+
 def test_loky_equals_sequential():
     sequential = _online_tables(ComputeConfig())
     parallel = _online_tables(ComputeConfig(backend="loky", n_jobs=2))

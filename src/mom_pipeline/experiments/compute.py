@@ -8,6 +8,7 @@ import contextlib
 import logging
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated, ClassVar, Literal
 
@@ -104,6 +105,13 @@ def _backend(config: ComputeConfig, **options):
                 yield joblib.Parallel(n_jobs=config.n_jobs, **options)
     else:
         if config.backend == "loky":
+            # loky replaces a worker whose memory grew by 300 MB over a trial (a forest at
+            # T = 5000, or allocator arenas kept after large fits) and warns "A worker stopped
+            # while some jobs were given to the executor" from its manager thread. The trial's
+            # result is kept and a fresh worker takes the next one; the warning only alarms
+            # whoever reads the log of a long run.
+            warnings.filterwarnings("ignore", message="A worker stopped while some jobs were given",
+                                    category=UserWarning)
             options.update(initializer=_exit_with_parent, initargs=(os.getpid(),), idle_worker_timeout=60)
         yield joblib.Parallel(n_jobs=config.n_jobs, backend=config.backend, **options)
 

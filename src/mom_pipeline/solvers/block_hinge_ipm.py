@@ -172,6 +172,9 @@ def block_hinge_qp(M: np.ndarray, N: np.ndarray, Z: np.ndarray, lam: float, weig
         except (np.linalg.LinAlgError, ValueError):
             break
 
+        # A step that overflows at the very end is caught by the finiteness checks below;
+        # numpy's warnings about it would only be noise in a run's log.
+        @np.errstate(over="ignore", invalid="ignore", divide="ignore")
         def direction(rc_t, rc_s):
             """The Newton direction whose complementarity rows are t d_alpha + alpha d_t = rc_t
             and s d_nu + nu d_s = rc_s, with the step along it."""

@@ -128,7 +128,7 @@ def box_qp_active_set(Q: np.ndarray, c: np.ndarray, upper: float, status: np.nda
     """
     k = c.size
     lower, at_upper = status < 0, (status > 0) & ~(status < 0)
-    fewest_changes, fewest_at = k + 1, 0
+    fewest_changes, fewest_at, previous_changes = k + 1, 0, k + 1
     block = None
     for step in range(1, max_steps + 1):
         free = np.flatnonzero(~lower & ~at_upper)
@@ -168,6 +168,12 @@ def box_qp_active_set(Q: np.ndarray, c: np.ndarray, upper: float, status: np.nda
             fewest_changes, fewest_at = changes, step
         elif step - fewest_at >= PATIENCE:
             return None, step  # the guesses oscillate
+        if step > 1 and changes >= previous_changes and released.sum() > 1:
+            # Not settling: release only the half of the bound rows with the largest gradients
+            # (rows released and pinned back in turn is how the full steps cycle).
+            pull = np.where(released, np.abs(g), 0.0)
+            released &= pull >= np.median(pull[released])
+        previous_changes = changes
         lower = (lower & ~released) | to_lower
         at_upper = (at_upper & ~released) | to_upper
     return None, max_steps

@@ -35,9 +35,26 @@ CONSISTENT_REL_GAP = 1e-8
 #: Steps without a new low of the rows changing sets before giving up (the counts fall unevenly:
 #: RBF kernel MOM rounds, 60-70 rows, then 35, 23, 26, 31, 26).
 PATIENCE = 4
+#: A regularization path stops guessing active sets after this many failed guesses in a row
+#: (polynomial kernels: free blocks beyond the Gram matrix's rank, 0 of 44 guesses solved).
+GUESS_FAILURES = 5
 #: `FreeBlock` refactors when the free set differs from its factored one in more than this
 #: fraction of its rows (block elimination costs about 2 n^2 per changed row against n^3 / 3).
 REFACTOR_FRACTION = 0.125
+
+
+class GuessRecord:
+    """Whether guessing active sets pays on a sequence of related box QPs (one regularization
+    path): after GUESS_FAILURES failures in a row it stops."""
+
+    def __init__(self):
+        self.failures_in_a_row = 0
+
+    def worth_trying(self) -> bool:
+        return self.failures_in_a_row < GUESS_FAILURES
+
+    def record(self, solved: bool) -> None:
+        self.failures_in_a_row = 0 if solved else self.failures_in_a_row + 1
 
 
 class FreeBlock:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .box_active_set import GuessRecord
 from .hinge_rows import HingeRowOperator
 from .hinge_working_set import active_set_from_guess, solve_working_set
 from .policy import path_warm_start
@@ -45,6 +46,7 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
     lams = np.asarray(lams, dtype=float)
     results: list = [None] * lams.size
     previous = None
+    guesses = GuessRecord()  # whether the working set's active-set guesses pay on this path
     for i in np.argsort(-lams, kind="stable"):
         lam = float(lams[i])
         if previous is not None and path_warm_start(rows.n_vars, rows.n_rows):
@@ -63,7 +65,7 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
         warm = (previous is not None and path_warm_start(rows.n_vars, rows.n_rows)
                 and bool(np.any(np.abs(rows.margins(previous) - 1.0) <= MARGIN_GUESS)))
         w, info = solve_working_set(rows, lam, weight, None, tol, previous if warm else None, band, linear_below,
-                                    max_rounds)
+                                    max_rounds, guesses)
         results[i] = (w, dict(info, path="warm_working_set" if warm else "cold"))
         previous = w
     return results

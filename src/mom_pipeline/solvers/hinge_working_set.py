@@ -19,7 +19,10 @@ are Kronecker products of reduced-cost rows and features).
    The restricted problem lower-bounds the full one, so when no row breaks its assumption (up
    to `tol` on the margins) the restricted optimum is the optimum. On kernel-sized problems
    (`policy.adaptive_working_set`) rows the restricted optimum puts far from the margin leave
-   the working set once, so that the restricted QPs stay about the size of the margin set.
+   the working set once, so that the restricted QPs stay about the size of the margin set,
+   and each restricted QP is first tried from the previous round's active sets by the
+   active-set method of `box_active_set` (a few factorizations of the free block instead of
+   the 15-20 of the interior-point method), which also finishes a stalled interior-point solve.
 With a ball constraint only step 3 runs.
 """
 
@@ -32,7 +35,7 @@ import scipy.sparse as sp
 
 from .clarabel_qp import ball_block, solve_clarabel
 from .hinge_rows import HingeRowOperator
-from .box_active_set import box_qp_active_set
+from .box_active_set import GuessRecord, box_qp_active_set
 from .hinge_newton import smoothed_hinge_start
 from .interior_point import BoxQPStalled, box_qp, hinge_qp_ipm
 from .policy import BOX_DUAL_GAP, adaptive_working_set, restricted_qp_method
@@ -50,10 +53,12 @@ def restricted_qp(rows: HingeRowOperator, lam: float, weight: float, working: np
 
 
 def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, working: np.ndarray, linear: np.ndarray,
-                       radius: float | None, status: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+                       radius: float | None, status: np.ndarray | None = None,
+                       guesses: GuessRecord | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """`restricted_qp` and the multipliers of the working rows (None when the path taken does not
     give them), started from a guess of their active sets when `status` is given ((n_rows,):
-    -1 satisfied, +1 violated, 0 on the margin; `box_active_set`), which is tried first."""
+    -1 satisfied, +1 violated, 0 on the margin; `box_active_set`), which is tried first unless
+    `guesses` (the record of earlier guesses on the same path) says it does not pay."""
     p = rows.n_vars
     gradient = weight * rows.weighted_sum(linear.astype(float))
     if not working.any():
@@ -67,13 +72,15 @@ def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, workin
     k = index.size
     method = restricted_qp_method(p, k, ball=radius is not None)  # see policy.py for why
     gram = None
-    if status is not None and radius is None:
+    if status is not None and radius is None and (guesses is None or guesses.worth_trying()):
         # The dual box QP from the guessed active sets: a few factorizations of the free block
         # when the guess is close (later rounds), else it gives up after a few and the method
         # the policy picks runs.
         gram, shift = rows.gram(index), rows.margins_of(index, gradient)
         alpha, _ = box_qp_active_set(gram / lam, shift / lam - 1.0, weight, status[index], BOX_DUAL_GAP,
                                      offset=gradient @ gradient / (2.0 * lam), max_free=p)
+        if guesses is not None:
+            guesses.record(alpha is not None)
         if alpha is not None:
             return (gradient + rows.weighted_sum_of(index, alpha)) / lam, alpha
     if method == "interior_point":
@@ -116,7 +123,7 @@ def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, workin
 
 def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius: float | None, tol: float,
                       w0: np.ndarray | None, band: float, linear_below: float,
-                      max_rounds: int) -> tuple[np.ndarray, dict]:
+                      max_rounds: int, guesses: GuessRecord | None = None) -> tuple[np.ndarray, dict]:
     """argmin_w (lam/2)||w||^2 + weight * sum_i max(0, 1 - h_i'w) (within the ball ||w|| <= radius
     when set) over the rows of `rows`, exactly: warm start, active-set finish, working set.
 
@@ -126,6 +133,9 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
             smoothed-hinge Newton start.
         band: rows whose warm-start margin is within band of 1 start in the working set;
             rows below 1 - linear_below are assumed violated, rows above 1 + band satisfied.
+        guesses: on kernel-sized problems without a ball, each round's restricted QP is first
+            tried from the active sets of the previous round (of w0 in the first round) by
+            `box_active_set`; guesses records how that went on the path so far (None: always try).
     Returns:
         w (n_vars,) and an info dict (rounds, working-set size, Newton steps, ...).
     """
@@ -160,7 +170,7 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
     # round, those of a given warm start (the previous lam's optimum on a regularization path).
     status = active_set_guess(u_start, working, None, weight) if adaptive and radius is None and warm else None
     for round_ in range(1, max_rounds + 1):
-        w, alpha = restricted_qp_warm(rows, lam, weight, working, linear, radius, status)
+        w, alpha = restricted_qp_warm(rows, lam, weight, working, linear, radius, status, guesses)
         solves += working.any()
         u = rows.margins(w)
         if adaptive and radius is None:

@@ -134,3 +134,46 @@ def test_a_stalled_interior_point_method_is_finished_by_the_active_set(knapsack,
     assert stalls and info["restricted_solves"] >= 1
     assert mom_objective(Theta, M, features, lam) == pytest.approx(mom_objective(reference, M, features, lam), rel=1e-6)
     assert kkt_certificate(Theta, M, features, lam)["relative_gap"] <= 1e-7
+
+
+def test_polynomial_cells_started_from_a_neighbouring_gamma_end_at_their_own_optimum(knapsack, monkeypatch):
+    """A polynomial grid's cells that differ only in gamma start their working sets from the
+    previous cell's margins; each lam still ends where the cell alone ends, and at cvxpy's
+    optimum (lam 1e-6 included)."""
+    import mom_pipeline.solvers.hinge_path as hinge_path
+
+    trial, solution, M = knapsack
+    Z = trial.train.Z
+    started = []
+    original = hinge_path.solve_working_set
+
+    def recorded(*args, **kwargs):
+        started.append(args[-1] is not None)  # start_margins, the last positional argument
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(hinge_path, "solve_working_set", recorded)
+    gammas = (2.0, 3.0)
+    grid = [KernelMOM(kernel="poly", degree=3, gamma=gamma, lam=lam) for gamma in gammas for lam in LAMBDAS]
+    KernelMOM.fit_many(grid, Z, solution.x, lp=trial.lp, basis=solution.basis)
+    assert any(started)  # the second cell's working sets started from the first cell's margins
+    second = grid[len(LAMBDAS):]
+    alone = KernelMOM.fit_many([KernelMOM(kernel="poly", degree=3, gamma=gammas[1], lam=lam) for lam in LAMBDAS],
+                               Z, solution.x, lp=trial.lp, basis=solution.basis)
+    features = second[0].transform(Z) @ second[0].row_space_
+    for model, reference_model in zip(second, alone):
+        assert model.objective_ == pytest.approx(reference_model.objective_, rel=1e-7)
+        assert kkt_certificate(model.mom_.coef_, M, features, model.lam)["relative_gap"] <= 1e-7
+        if model.lam in (1e-6, 1e-3):
+            reference, _ = solve_hinge_qp_cvxpy(M, features, model.lam)
+            f_ref = mom_objective(reference, M, features, model.lam)
+            assert model.objective_ <= f_ref * (1 + 1e-6)
+            assert model.objective_ == pytest.approx(f_ref, rel=1e-6)
+
+
+def test_start_margins_must_match_the_models(knapsack):
+    from mom_pipeline.methods.mom import MOM
+
+    trial, solution, _ = knapsack
+    with pytest.raises(ValueError, match="start_margins has 1 entries for 2 models"):
+        MOM.fit_many([MOM(lam=1e-2), MOM(lam=1.0)], trial.train.Z, solution.x, lp=trial.lp, basis=solution.basis,
+                     start_margins=[None])

@@ -123,7 +123,8 @@ def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, workin
 
 def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius: float | None, tol: float,
                       w0: np.ndarray | None, band: float, linear_below: float,
-                      max_rounds: int, guesses: GuessRecord | None = None) -> tuple[np.ndarray, dict]:
+                      max_rounds: int, guesses: GuessRecord | None = None,
+                      start_margins: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """argmin_w (lam/2)||w||^2 + weight * sum_i max(0, 1 - h_i'w) (within the ball ||w|| <= radius
     when set) over the rows of `rows`, exactly: warm start, active-set finish, working set.
 
@@ -140,15 +141,15 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
         w (n_vars,) and an info dict (rounds, working-set size, Newton steps, ...).
     """
     newton_steps = 0
-    warm = w0 is not None
-    if w0 is None:
+    warm = w0 is not None or start_margins is not None
+    if w0 is None and start_margins is None:
         w0 = closed_form_start(rows, lam, weight, radius)
         if w0 is None:
             w0, newton_steps = smoothed_hinge_start(rows, lam, weight)
             if radius is not None and np.linalg.norm(w0) > radius:
                 w0 *= radius / np.linalg.norm(w0)
                 band = max(band, 0.1)  # a cruder start: more rows near the margin
-    u_start = rows.margins(np.asarray(w0, dtype=float).ravel())
+    u_start = rows.margins(np.asarray(w0, dtype=float).ravel()) if start_margins is None else start_margins
     if radius is None and newton_steps:
         w, active_steps = active_set_finish(rows, lam, weight, u_start, tol)
         if w is not None:

@@ -13,6 +13,8 @@ margin rows are linearly dependent, or its guesses cycle) that constant is solve
 previous margin; measured 3-6x faster than a cold start at lam <= 1e-5 on a kernel MOM of
 375 samples, which is where a lam grid spends its time); `policy.path_warm_start` says when
 either warm start is used (from 300 unknowns on: kernel features; linear MOM is solved cold).
+Given the margins of a related problem's optimum on the same rows at a constant (a
+neighbouring polynomial kernel cell), the working set starts from those instead.
 Each result is exact either way: the active-set method stops only when no row contradicts
 the optimality conditions (up to `tol` on the margins).
 """

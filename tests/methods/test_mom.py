@@ -294,6 +294,9 @@ def test_kernel_sized_problems_take_the_dual_working_set_path(monkeypatch):
     calls = []
     box_qp = mom_module.box_qp
     monkeypatch.setattr(mom_module, "box_qp", lambda *args, **kwargs: calls.append(1) or box_qp(*args, **kwargs))
+    active_set = mom_module.box_qp_active_set  # the dual box QP from a guess of its active sets
+    monkeypatch.setattr(mom_module, "box_qp_active_set",
+                        lambda *args, **kwargs: calls.append(1) or active_set(*args, **kwargs))
     trial, X, M = _problem("knapsack", 30, seed=10)
     Z = np.random.default_rng(11).normal(size=(30, 100))  # 21 * 100 = 2100 unknowns, 300 rows
     w0 = np.random.default_rng(12).normal(size=M.shape[2] * Z.shape[1])  # skips the active-set finish
@@ -303,7 +306,7 @@ def test_kernel_sized_problems_take_the_dual_working_set_path(monkeypatch):
         # Near-separable: the optimum is small and cvxpy's absolute gap (1e-8) dominates.
         assert mom_objective(Theta, M, Z, lam) == pytest.approx(mom_objective(reference, M, Z, lam),
                                                                 rel=1e-6, abs=2e-8)
-    assert calls  # the box-QP path ran
+    assert calls  # the box-QP dual ran (interior point or active set)
 
 
 def test_per_sample_constraints_give_the_shared_result():

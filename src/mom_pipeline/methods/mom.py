@@ -105,13 +105,16 @@ class MOM(LinearCostModel):
 
     @classmethod
     def fit_many(cls, models: list["MOM"], Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None,
-                 basis=None, C=None) -> list:
+                 basis=None, C=None, start_margins: list | None = None) -> list:
         """Fit several MOM models on the same samples (a tuning grid over lam); returns them.
 
         Models with the exact solver, the basis formulation and no ball that differ only in
         lam share one set of reduced-cost operators and are solved as one regularization
         path (`mom_solve.solve_mom_path`); each ends at the exact optimum its own `fit`
-        finds. Dual-formulation models with the exact solver and no ball share one block
+        finds. start_margins (aligned with models: None or the (T*K,) optimality margins of a
+        related fit on the same samples, e.g. a neighbouring kernel cell) start the path's
+        working sets; they change how fast, not where, it ends. Dual-formulation models with
+        the exact solver and no ball share one block
         problem, solved from the largest lam down with warm starts. The others are fitted one
         by one.
         """
@@ -133,9 +136,13 @@ class MOM(LinearCostModel):
             return models
         constraint_matrix, bases = cls._bases(Z, X_star, A, b, lp, basis)
         M = operators_of_bases(constraint_matrix, bases)
+        if start_margins is not None and len(start_margins) != len(models):
+            raise ValueError(f"start_margins has {len(start_margins)} entries for {len(models)} models")
+        starts = {id(model): margins for model, margins in zip(models, start_margins or [None] * len(models))}
         for tol, group in groups.items():
             start = time.perf_counter()
-            path = solve_mom_path(M, Z, [model.lam for model in group], tol)
+            path = solve_mom_path(M, Z, [model.lam for model in group], tol,
+                                  [starts[id(model)] for model in group] if start_margins is not None else None)
             seconds = (time.perf_counter() - start) / len(group)
             for model, (Theta, info) in zip(group, path):
                 model.coef_ = Theta

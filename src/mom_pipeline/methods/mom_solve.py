@@ -62,16 +62,19 @@ def _solve_rescaled(M, Z, lam, radius, tol, w0, band, linear_below, max_rounds):
     return w.reshape(rows.n, rows.d) / sigma, info
 
 
-def solve_mom_path(M, Z, lams, tol: float = 1e-8) -> list[tuple[np.ndarray, dict]]:
+def solve_mom_path(M, Z, lams, tol: float = 1e-8, start_margins: list | None = None) -> list[tuple[np.ndarray, dict]]:
     """[(Theta (n, d), info)] for every lam of `lams`: exact MOM solutions without a ball, by
-    the regularization path of `solvers.hinge_path` (the rows are built and rescaled once)."""
+    the regularization path of `solvers.hinge_path` (the rows are built and rescaled once).
+    start_margins: None or per lam None or (T*K,) optimality margins of a related problem on
+    the same samples (see `solve_hinge_path`; margins do not change with the rescaling)."""
     for lam in lams:
         _check_hyperparameters(lam, None, tol)
     M, Z = np.asarray(M, dtype=float), np.asarray(Z, dtype=float)
     sigma = _row_scale(M, Z)
     rows = MOMHingeRows(M, Z / sigma)
     with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
-        path = solve_hinge_path(rows, np.asarray(lams, dtype=float) / sigma**2, 1.0 / rows.T, tol)
+        path = solve_hinge_path(rows, np.asarray(lams, dtype=float) / sigma**2, 1.0 / rows.T, tol,
+                                start_margins=start_margins)
     return [(w.reshape(rows.n, rows.d) / sigma, info) for w, info in path]
 
 

@@ -13,6 +13,8 @@ margin rows are linearly dependent, or its guesses cycle) that constant is solve
 previous margin; measured 3-6x faster than a cold start at lam <= 1e-5 on a kernel MOM of
 375 samples, which is where a lam grid spends its time); `policy.path_warm_start` says when
 either warm start is used (from 300 unknowns on: kernel features; linear MOM is solved cold).
+Given the margins of a related problem's optimum on the same rows at a constant (a
+neighbouring polynomial kernel cell), the working set starts from those instead.
 Each result is exact either way: the active-set method stops only when no row contradicts
 the optimality conditions (up to `tol` on the margins).
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .box_active_set import GuessRecord
 from .hinge_rows import HingeRowOperator
 from .hinge_working_set import active_set_from_guess, solve_working_set
 from .policy import path_warm_start
@@ -35,16 +38,21 @@ MARGIN_GUESS = 1e-6
 
 
 def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, band: float = 1e-2,
-                     linear_below: float = 1e-2, max_rounds: int = 100) -> list[tuple[np.ndarray, dict]]:
+                     linear_below: float = 1e-2, max_rounds: int = 100,
+                     start_margins: list | None = None) -> list[tuple[np.ndarray, dict]]:
     """[(w, info)] for every lam of `lams` (in their given order), each the exact optimum.
 
-    Args as `solve_working_set` (no ball constraint: the path is for the unconstrained QP).
+    Args as `solve_working_set` (no ball constraint: the path is for the unconstrained QP);
+    start_margins: None or, for each lam, None or the margins (n_rows,) of a related problem's
+    optimum on the same rows at that lam (a neighbouring kernel cell), from which the working
+    set starts instead of the previous lam's optimum (kernel-sized problems only).
     info adds path: "active_set" (the previous constant's active sets were right after a few
     steps), "warm_working_set" (working set from the previous optimum) or "cold".
     """
     lams = np.asarray(lams, dtype=float)
     results: list = [None] * lams.size
     previous = None
+    guesses = GuessRecord()  # whether the working set's active-set guesses pay on this path
     for i in np.argsort(-lams, kind="stable"):
         lam = float(lams[i])
         if previous is not None and path_warm_start(rows.n_vars, rows.n_rows):
@@ -62,8 +70,9 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
         # margin rows) the smoothed Newton start is the better guess.
         warm = (previous is not None and path_warm_start(rows.n_vars, rows.n_rows)
                 and bool(np.any(np.abs(rows.margins(previous) - 1.0) <= MARGIN_GUESS)))
+        start = None if start_margins is None or not path_warm_start(rows.n_vars, rows.n_rows) else start_margins[i]
         w, info = solve_working_set(rows, lam, weight, None, tol, previous if warm else None, band, linear_below,
-                                    max_rounds)
+                                    max_rounds, guesses, start)
         results[i] = (w, dict(info, path="warm_working_set" if warm else "cold"))
         previous = w
     return results

@@ -19,7 +19,10 @@ are Kronecker products of reduced-cost rows and features).
    The restricted problem lower-bounds the full one, so when no row breaks its assumption (up
    to `tol` on the margins) the restricted optimum is the optimum. On kernel-sized problems
    (`policy.adaptive_working_set`) rows the restricted optimum puts far from the margin leave
-   the working set once, so that the restricted QPs stay about the size of the margin set.
+   the working set once, so that the restricted QPs stay about the size of the margin set,
+   and each restricted QP is first tried from the previous round's active sets by the
+   active-set method of `box_active_set` (a few factorizations of the free block instead of
+   the 15-20 of the interior-point method), which also finishes a stalled interior-point solve.
 With a ball constraint only step 3 runs.
 """
 
@@ -32,8 +35,9 @@ import scipy.sparse as sp
 
 from .clarabel_qp import ball_block, solve_clarabel
 from .hinge_rows import HingeRowOperator
+from .box_active_set import GuessRecord, box_qp_active_set
 from .hinge_newton import smoothed_hinge_start
-from .interior_point import box_qp, hinge_qp_ipm
+from .interior_point import BoxQPStalled, box_qp, hinge_qp_ipm
 from .policy import BOX_DUAL_GAP, adaptive_working_set, restricted_qp_method
 
 #: `active_set_from_guess` checks its churn (rows changing sets per step) from this step on.
@@ -45,6 +49,16 @@ def restricted_qp(rows: HingeRowOperator, lam: float, weight: float, working: np
     """argmin_w (lam/2)||w||^2 - weight * sum_{linear} h'w + weight * sum_{working} max(0, 1 - h'w)
     (within the ball when radius is set): the MOM problem with the rows in `linear` assumed
     violated and the rows outside both sets assumed satisfied."""
+    return restricted_qp_warm(rows, lam, weight, working, linear, radius)[0]
+
+
+def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, working: np.ndarray, linear: np.ndarray,
+                       radius: float | None, status: np.ndarray | None = None,
+                       guesses: GuessRecord | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """`restricted_qp` and the multipliers of the working rows (None when the path taken does not
+    give them), started from a guess of their active sets when `status` is given ((n_rows,):
+    -1 satisfied, +1 violated, 0 on the margin; `box_active_set`), which is tried first unless
+    `guesses` (the record of earlier guesses on the same path) says it does not pay."""
     p = rows.n_vars
     gradient = weight * rows.weighted_sum(linear.astype(float))
     if not working.any():
@@ -53,23 +67,45 @@ def restricted_qp(rows: HingeRowOperator, lam: float, weight: float, working: np
         norm = np.linalg.norm(w)
         if radius is not None and norm > radius:
             w *= radius / norm
-        return w
+        return w, np.zeros(0)
     index = np.flatnonzero(working)
     k = index.size
     method = restricted_qp_method(p, k, ball=radius is not None)  # see policy.py for why
+    gram = None
+    if status is not None and radius is None and (guesses is None or guesses.worth_trying()):
+        # The dual box QP from the guessed active sets: a few factorizations of the free block
+        # when the guess is close (later rounds), else it gives up after a few and the method
+        # the policy picks runs.
+        gram, shift = rows.gram(index), rows.margins_of(index, gradient)
+        alpha, _ = box_qp_active_set(gram / lam, shift / lam - 1.0, weight, status[index], BOX_DUAL_GAP,
+                                     offset=gradient @ gradient / (2.0 * lam), max_free=p)
+        if guesses is not None:
+            guesses.record(alpha is not None)
+        if alpha is not None:
+            return (gradient + rows.weighted_sum_of(index, alpha)) / lam, alpha
     if method == "interior_point":
         try:
-            return hinge_qp_ipm(rows.dense_rows(index), gradient, lam, weight)
+            return hinge_qp_ipm(rows.dense_rows(index), gradient, lam, weight), None
         except RuntimeError:
             pass
     if method == "box_dual":
         # The dual: a box QP over the working rows with their k x k Gram matrix.
+        if gram is None:
+            gram, shift = rows.gram(index), rows.margins_of(index, gradient)
         try:
-            alpha = box_qp(rows.gram(index) / lam, rows.margins_of(index, gradient) / lam - 1.0, weight,
-                           gap_tol=BOX_DUAL_GAP)
-            return (gradient + rows.weighted_sum_of(index, alpha)) / lam
-        except RuntimeError:
-            pass  # Clarabel is the fallback of both custom paths
+            alpha = box_qp(gram / lam, shift / lam - 1.0, weight, gap_tol=BOX_DUAL_GAP)
+            return (gradient + rows.weighted_sum_of(index, alpha)) / lam, alpha
+        except BoxQPStalled as stalled:
+            # Round-off stopped the interior-point method near the optimum (a multiplier on
+            # its bound: RBF kernel MOM, 5 of 56 box QPs of a cell): the active sets of its last
+            # point are a close guess, cheaper to finish than Clarabel (1.4 s each).
+            alpha, _ = box_qp_active_set(gram / lam, shift / lam - 1.0, weight,
+                                         np.where(stalled.iterate <= 1e-6 * weight, -1,
+                                                  np.where(stalled.iterate >= (1 - 1e-6) * weight, 1, 0)),
+                                         BOX_DUAL_GAP, offset=gradient @ gradient / (2.0 * lam), max_free=p)
+            if alpha is not None:
+                return (gradient + rows.weighted_sum_of(index, alpha)) / lam, alpha
+        # Clarabel is the fallback of both custom paths
     n_vars = p + k
     H_w = rows.rows(index)
     identity = sp.identity(k, format="csr")
@@ -82,12 +118,13 @@ def restricted_qp(rows: HingeRowOperator, lam: float, weight: float, working: np
         A, b, cones = sp.vstack([A, A_ball], format="csr"), np.concatenate([b, b_ball]), cones + [cone]
     P = sp.diags(np.concatenate([np.full(p, lam), np.zeros(k)]), format="csc")
     q = np.concatenate([-gradient, np.full(k, weight)])
-    return solve_clarabel(P, q, A, b, cones, "restricted MOM QP")[:p]
+    return solve_clarabel(P, q, A, b, cones, "restricted MOM QP")[:p], None
 
 
 def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius: float | None, tol: float,
                       w0: np.ndarray | None, band: float, linear_below: float,
-                      max_rounds: int) -> tuple[np.ndarray, dict]:
+                      max_rounds: int, guesses: GuessRecord | None = None,
+                      start_margins: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """argmin_w (lam/2)||w||^2 + weight * sum_i max(0, 1 - h_i'w) (within the ball ||w|| <= radius
     when set) over the rows of `rows`, exactly: warm start, active-set finish, working set.
 
@@ -97,18 +134,22 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
             smoothed-hinge Newton start.
         band: rows whose warm-start margin is within band of 1 start in the working set;
             rows below 1 - linear_below are assumed violated, rows above 1 + band satisfied.
+        guesses: on kernel-sized problems without a ball, each round's restricted QP is first
+            tried from the active sets of the previous round (of w0 in the first round) by
+            `box_active_set`; guesses records how that went on the path so far (None: always try).
     Returns:
         w (n_vars,) and an info dict (rounds, working-set size, Newton steps, ...).
     """
     newton_steps = 0
-    if w0 is None:
+    warm = w0 is not None or start_margins is not None
+    if w0 is None and start_margins is None:
         w0 = closed_form_start(rows, lam, weight, radius)
         if w0 is None:
             w0, newton_steps = smoothed_hinge_start(rows, lam, weight)
             if radius is not None and np.linalg.norm(w0) > radius:
                 w0 *= radius / np.linalg.norm(w0)
                 band = max(band, 0.1)  # a cruder start: more rows near the margin
-    u_start = rows.margins(np.asarray(w0, dtype=float).ravel())
+    u_start = rows.margins(np.asarray(w0, dtype=float).ravel()) if start_margins is None else start_margins
     if radius is None and newton_steps:
         w, active_steps = active_set_finish(rows, lam, weight, u_start, tol)
         if w is not None:
@@ -126,10 +167,15 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
     solves = 0
     pinned = np.zeros(rows.n_rows, dtype=bool)
     adaptive = adaptive_working_set(rows.n_vars)  # shrink the working set, no growth after jumps
+    # The active sets of the previous round's optimum, a guess for the next round's; in the first
+    # round, those of a given warm start (the previous lam's optimum on a regularization path).
+    status = active_set_guess(u_start, working, None, weight) if adaptive and radius is None and warm else None
     for round_ in range(1, max_rounds + 1):
-        w = restricted_qp(rows, lam, weight, working, linear, radius)
+        w, alpha = restricted_qp_warm(rows, lam, weight, working, linear, radius, status, guesses)
         solves += working.any()
         u = rows.margins(w)
+        if adaptive and radius is None:
+            status = active_set_guess(u, working, alpha, weight)
         broken = (linear & (u > 1.0 + tol)) | (~linear & ~working & (u < 1.0 - tol))
         if not broken.any():
             break
@@ -157,6 +203,21 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
                 restricted_solves=int(solves), newton_steps=int(newton_steps), rows=int(rows.n_rows),
                 dropped_rows=int(pinned.sum()))
     return w, info
+
+
+def active_set_guess(u: np.ndarray, working: np.ndarray, alpha: np.ndarray | None, weight: float,
+                     margin_band: float = 1e-6) -> np.ndarray:
+    """The active sets of a restricted optimum (-1 satisfied, +1 violated, 0 on the margin: the
+    `box_active_set` status of every row), from its margins u and its multipliers alpha of the
+    working rows (None: margins only). Margin rows whose multiplier is at a bound (up to
+    round-off of an interior-point solution) are guessed at that bound."""
+    status = np.where(u < 1.0 - margin_band, 1, np.where(u > 1.0 + margin_band, -1, 0))
+    if alpha is not None:
+        index = np.flatnonzero(working)
+        on_margin = status[index] == 0
+        at_bound = np.where(alpha <= 1e-6 * weight, -1, np.where(alpha >= (1.0 - 1e-6) * weight, 1, 0))
+        status[index[on_margin]] = at_bound[on_margin]
+    return status
 
 
 def active_set_finish(rows: HingeRowOperator, lam: float, weight: float, u: np.ndarray, tol: float,

@@ -31,6 +31,15 @@ def box_gap(Q: np.ndarray, c: np.ndarray, upper: float, a: np.ndarray) -> float:
     return float(np.where(g >= 0, a * g, (upper - a) * -g).sum())
 
 
+class BoxQPStalled(RuntimeError):
+    """`box_qp` stopped before its tolerances; `iterate` is its last point (a guess of the active
+    sets for `box_active_set.box_qp_active_set`)."""
+
+    def __init__(self, message: str, iterate: np.ndarray):
+        super().__init__(message)
+        self.iterate = iterate
+
+
 def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_iter: int = 200,
            gap_tol: float | None = None) -> np.ndarray:
     """argmin 0.5 a'Qa + c'a s.t. 0 <= a <= upper (Q positive semidefinite, k x k).
@@ -89,7 +98,7 @@ def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_it
         a, z_low, z_up = a + t * d_a, z_low + t * d_low, z_up + t * d_up
     if fallback is not None:
         return fallback
-    raise RuntimeError("the box-constrained QP of the working set did not converge")
+    raise BoxQPStalled("the box-constrained QP of the working set did not converge", np.clip(a, 0.0, upper))
 
 
 def hinge_qp_ipm(H: np.ndarray, g: np.ndarray, lam: float, weight: float, gap_tol: float = 1e-11,

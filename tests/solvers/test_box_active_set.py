@@ -1,0 +1,179 @@
+"""The warm-started active-set box QP (`solvers.box_active_set`) against cvxpy, and kernel MOM
+grids that use it (narrow RBF kernels, lam down to 1e-6) against the cvxpy reference."""
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import mom_pipeline.solvers.hinge_working_set as hinge_working_set
+from mom_pipeline.methods.kernels import KernelMOM
+from mom_pipeline.methods.mom import mom_objective, solve_hinge_qp, solve_hinge_qp_cvxpy
+from mom_pipeline.methods.mom_problem import kkt_certificate, operators_of_bases
+from mom_pipeline.problems import generate_knapsack
+from mom_pipeline.solvers.box_active_set import FreeBlock, box_qp_active_set
+from mom_pipeline.solvers.interior_point import BoxQPStalled, box_gap
+
+LAMBDAS = [float(v) for v in np.logspace(-6, 2, 9)]
+
+
+def _box_problem(seed: int, k: int = 120, rank: int = 200, upper: float = 0.3):
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(k, rank))
+    return A @ A.T / rank, rng.normal(size=k), upper
+
+
+def _cvxpy_box(Q, c, upper) -> float:
+    a = cp.Variable(c.size)
+    problem = cp.Problem(cp.Minimize(0.5 * cp.quad_form(a, cp.psd_wrap(Q)) + c @ a), [a >= 0, a <= upper])
+    problem.solve(solver=cp.CLARABEL)
+    return float(problem.value)
+
+
+def test_free_block_solves_changed_free_sets_like_a_direct_solve():
+    Q, _, _ = _box_problem(0, k=60, rank=80)
+    block = FreeBlock(Q, np.arange(40))
+    free = np.r_[np.arange(5, 40), np.arange(45, 52)]  # 5 rows left the base, 7 joined
+    rhs = np.random.default_rng(1).normal(size=free.size)
+    np.testing.assert_allclose(block.solve(free, rhs), np.linalg.solve(Q[np.ix_(free, free)], rhs), rtol=1e-9, atol=1e-12)
+    assert block.drift(free) == 12
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("guess", ["all_free", "perturbed"])
+def test_active_set_box_qp_equals_cvxpy(seed, guess):
+    Q, c, upper = _box_problem(seed)
+    f_ref = _cvxpy_box(Q, c, upper)
+    rng = np.random.default_rng(seed + 10)
+    if guess == "all_free":
+        status = np.zeros(c.size, dtype=int)
+    else:  # a rough guess: the unconstrained minimizer's side of the box, 10% of rows flipped
+        status = np.where(c > 0, -1, 1)
+        flip = rng.choice(c.size, c.size // 10, replace=False)
+        status[flip] = rng.integers(-1, 2, flip.size)
+    a, steps = box_qp_active_set(Q, c, upper, status, gap_tol=1e-12)
+    assert a is not None and steps >= 1
+    assert a.min() >= 0 and a.max() <= upper
+    f = 0.5 * a @ Q @ a + c @ a
+    assert f == pytest.approx(f_ref, rel=1e-6, abs=1e-9)
+    assert f <= f_ref + 1e-9  # never above the reference's optimum
+    assert box_gap(Q, c, upper, a) <= 1e-12
+
+
+def test_active_set_box_qp_gives_up_on_a_singular_free_block():
+    Q, c, upper = _box_problem(3, k=80, rank=20)  # rank 20: any free block above 20 rows is singular
+    a, _ = box_qp_active_set(Q, c, upper, np.zeros(80, dtype=int), gap_tol=1e-12, max_free=20)
+    assert a is None
+    a, _ = box_qp_active_set(Q, c, upper, np.zeros(80, dtype=int), gap_tol=1e-12)
+    assert a is None or box_gap(Q, c, upper, a) <= 1e-8 * abs(0.5 * a @ Q @ a + c @ a)
+
+
+@pytest.fixture(scope="module")
+def knapsack():
+    trial = generate_knapsack(50, 0, degree=1, feature_low=-1.0, seed=21)  # figure 4's hard RBF setting
+    solution = trial.lp.solve(trial.train.C)
+    return trial, solution, operators_of_bases(trial.lp.A, solution.basis)
+
+
+def _count_active_set(monkeypatch) -> list:
+    """Wrap the active-set solver of the working set; returns the list of its successes."""
+    successes = []
+    original = hinge_working_set.box_qp_active_set
+
+    def counted(*args, **kwargs):
+        a, steps = original(*args, **kwargs)
+        successes.append(a is not None)
+        return a, steps
+
+    monkeypatch.setattr(hinge_working_set, "box_qp_active_set", counted)
+    return successes
+
+
+@pytest.mark.parametrize("kernel, degree, gamma", [("rbf", 2, 0.1), ("rbf", 2, 1.0), ("poly", 3, 0.5)])
+def test_kernel_mom_grid_with_the_active_set_equals_cvxpy(knapsack, monkeypatch, kernel, degree, gamma):
+    """Every lam of a cell (1e-6..1e2, one regularization path), narrow RBF included, ends at the
+    cvxpy optimum (1e-6 relative) and is certified by the KKT gap."""
+    trial, solution, M = knapsack
+    calls = _count_active_set(monkeypatch)
+    Z = trial.train.Z
+    models = KernelMOM.fit_many([KernelMOM(kernel=kernel, degree=degree, gamma=gamma, lam=lam) for lam in LAMBDAS],
+                                Z, solution.x, lp=trial.lp, basis=solution.basis)
+    features = models[0].transform(Z) @ models[0].row_space_
+    for model in models:
+        assert kkt_certificate(model.mom_.coef_, M, features, model.lam)["relative_gap"] <= 1e-7
+        if model.lam in (1e-6, 1e-4, 1e-2, 1.0):  # sampled against cvxpy
+            reference, _ = solve_hinge_qp_cvxpy(M, features, model.lam)
+            f_ref = mom_objective(reference, M, features, model.lam)
+            assert model.objective_ <= f_ref * (1 + 1e-6)
+            if model.lam >= 1e-4:  # at 1e-6, Clarabel's default accuracy is the limit (see test_tuning_paths)
+                assert model.objective_ == pytest.approx(f_ref, rel=1e-6)
+    if kernel == "rbf":
+        assert any(calls)  # the warm-started active set solved some rounds
+
+
+def test_a_stalled_interior_point_method_is_finished_by_the_active_set(knapsack, monkeypatch):
+    """When box_qp stops on round-off, the active sets of its last point are finished exactly."""
+    trial, solution, M = knapsack
+    features = KernelMOM(kernel="rbf", gamma=0.5).fit(trial.train.Z, solution.x, lp=trial.lp, basis=solution.basis)
+    features = features.transform(trial.train.Z) @ features.row_space_
+    original = hinge_working_set.box_qp
+    stalls = []
+
+    def stalling(Q, c, upper, **kwargs):
+        a = original(Q, c, upper, **kwargs)
+        stalls.append(1)
+        raise BoxQPStalled("stalled for the test", np.clip(a + 1e-9 * upper, 0.0, upper))
+
+    monkeypatch.setattr(hinge_working_set, "box_qp", stalling)
+    monkeypatch.setattr(hinge_working_set, "active_set_guess", lambda *args: None)  # every round by box_qp
+    monkeypatch.setattr(hinge_working_set, "solve_clarabel",
+                        lambda *args, **kwargs: pytest.fail("Clarabel should not be needed"))
+    lam = 1e-3
+    w0 = np.random.default_rng(3).normal(size=M.shape[2] * features.shape[1])  # skip the active-set finish
+    Theta, info = solve_hinge_qp(M, features, lam, w0=w0)
+    reference, _ = solve_hinge_qp_cvxpy(M, features, lam)
+    assert stalls and info["restricted_solves"] >= 1
+    assert mom_objective(Theta, M, features, lam) == pytest.approx(mom_objective(reference, M, features, lam), rel=1e-6)
+    assert kkt_certificate(Theta, M, features, lam)["relative_gap"] <= 1e-7
+
+
+def test_polynomial_cells_started_from_a_neighbouring_gamma_end_at_their_own_optimum(knapsack, monkeypatch):
+    """A polynomial grid's cells that differ only in gamma start their working sets from the
+    previous cell's margins; each lam still ends where the cell alone ends, and at cvxpy's
+    optimum (lam 1e-6 included)."""
+    import mom_pipeline.solvers.hinge_path as hinge_path
+
+    trial, solution, M = knapsack
+    Z = trial.train.Z
+    started = []
+    original = hinge_path.solve_working_set
+
+    def recorded(*args, **kwargs):
+        started.append(args[-1] is not None)  # start_margins, the last positional argument
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(hinge_path, "solve_working_set", recorded)
+    gammas = (2.0, 3.0)
+    grid = [KernelMOM(kernel="poly", degree=3, gamma=gamma, lam=lam) for gamma in gammas for lam in LAMBDAS]
+    KernelMOM.fit_many(grid, Z, solution.x, lp=trial.lp, basis=solution.basis)
+    assert any(started)  # the second cell's working sets started from the first cell's margins
+    second = grid[len(LAMBDAS):]
+    alone = KernelMOM.fit_many([KernelMOM(kernel="poly", degree=3, gamma=gammas[1], lam=lam) for lam in LAMBDAS],
+                               Z, solution.x, lp=trial.lp, basis=solution.basis)
+    features = second[0].transform(Z) @ second[0].row_space_
+    for model, reference_model in zip(second, alone):
+        assert model.objective_ == pytest.approx(reference_model.objective_, rel=1e-7)
+        assert kkt_certificate(model.mom_.coef_, M, features, model.lam)["relative_gap"] <= 1e-7
+        if model.lam in (1e-6, 1e-3):
+            reference, _ = solve_hinge_qp_cvxpy(M, features, model.lam)
+            f_ref = mom_objective(reference, M, features, model.lam)
+            assert model.objective_ <= f_ref * (1 + 1e-6)
+            assert model.objective_ == pytest.approx(f_ref, rel=1e-6)
+
+
+def test_start_margins_must_match_the_models(knapsack):
+    from mom_pipeline.methods.mom import MOM
+
+    trial, solution, _ = knapsack
+    with pytest.raises(ValueError, match="start_margins has 1 entries for 2 models"):
+        MOM.fit_many([MOM(lam=1e-2), MOM(lam=1.0)], trial.train.Z, solution.x, lp=trial.lp, basis=solution.basis,
+                     start_margins=[None])

@@ -186,38 +186,43 @@ class KernelMOM(CostModel):
         # of the previous such cell at that lam: the same rows, and kernels of neighbouring gammas
         # share their monomials (figure-4 cells over nine lam: 4-8 s -> 0.4-0.9 s).
         neighbours: dict[tuple, dict] = {}
+        operators: dict = {}  # the reduced-cost operators of the samples, built once for every group
         for key, group in groups.items():
             neighbour = tuple(item for item in key if item[0] != "gamma") if group[0].kernel == "poly" else None
             # One BLAS thread: the SVD of a 375 x 375 kernel matrix takes 0.05 s on one thread and
             # 0.2-1.6 s on two when another process shares the cores (spin-waiting threads).
             with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
-                margins = cls._fit_group(group, Z, X_star, A, b, lp, basis, neighbours.get(neighbour))
+                margins = cls._fit_group(group, Z, X_star, A, b, lp, basis, neighbours.get(neighbour), operators)
             if neighbour is not None:
                 neighbours[neighbour] = margins
         return models
 
     @staticmethod
-    def _fit_group(group: list["KernelMOM"], Z, X_star, A, b, lp, basis, start_margins: dict | None = None) -> dict:
+    def _fit_group(group: list["KernelMOM"], Z, X_star, A, b, lp, basis, start_margins: dict | None = None,
+                   operators: dict | None = None) -> dict:
         """Fit models sharing their kernel features: one kernel matrix, one reduction, one lam path.
 
         start_margins: None or {lam: (T*K,) optimality margins} of a neighbouring cell, the start
         of the path's working sets. Returns the margins of this group's optima by lam (for
-        models on the path: exact solver, basis formulation, no ball)."""
+        models on the path: exact solver, basis formulation, no ball). operators: a cache shared by
+        the groups of one fit_many, holding the samples' reduced-cost operators once built."""
         features = group[0]._features().fit(Z)
         Phi = features.transform(Z)
         # Exact reduction to the row space of Phi: Phi = U S V', Theta = Theta_r V_r'.
         _, singular, Vt = np.linalg.svd(Phi, full_matrices=False)
         keep = singular > 1e-10 * singular[0]
         row_space = Vt[keep].T  # (n_features, r)
+        reduced = Phi @ row_space
         moms = [MOM(lam=m.lam, solver=m.solver, formulation=m.formulation, radius=m.radius) for m in group]
         on_path = [m.solver in ("auto", "fast") and m.formulation == "basis" and m.radius is None for m in group]
         starts = None if start_margins is None else [start_margins.get(m.lam) for m in group]
-        MOM.fit_many(moms, Phi @ row_space, X_star, A=A, b=b, lp=lp, basis=basis, start_margins=starts)
+        MOM.fit_many(moms, reduced, X_star, A=A, b=b, lp=lp, basis=basis, start_margins=starts)
         margins = {}
         if any(on_path):
-            constraint_matrix, bases = MOM._bases(Z, X_star, A, b, lp, basis)
-            M = operators_of_bases(constraint_matrix, bases)
-            margins = {mom.lam: optimality_margins(mom.coef_, M, Phi @ row_space).ravel()
+            operators = {} if operators is None else operators
+            if "M" not in operators:
+                operators["M"] = operators_of_bases(*MOM._bases(Z, X_star, A, b, lp, basis))
+            margins = {mom.lam: optimality_margins(mom.coef_, operators["M"], reduced).ravel()
                        for mom, path in zip(moms, on_path) if path}
         for model, mom in zip(group, moms):
             model.features_, model.row_space_, model.mom_ = features, row_space, mom

@@ -71,7 +71,7 @@ def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_it
             # (Q entries of 1e9 on separable kernel problems): kept in case the next step
             # breaks down on the bounds.
             fallback = a
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             system = Q + np.diag(z_low / a + z_up / gap_up)
         if not np.isfinite(system).all():
             break
@@ -92,7 +92,10 @@ def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_it
         d_a, d_low, d_up = direction(0.0, 0.0, 0.0)
         t = longest_step((a, d_a), (gap_up, -d_a), (z_low, d_low), (z_up, d_up))
         mu_affine = ((a + t * d_a) @ (z_low + t * d_low) + (gap_up - t * d_a) @ (z_up + t * d_up)) / (2 * k)
-        sigma = (mu_affine / mu) ** 3
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            sigma = (mu_affine / mu) ** 3
+        if not np.isfinite(sigma):
+            break  # mu of 0 or inf at the round-off floor: the same end as a failed factorization
         d_a, d_low, d_up = direction(sigma * mu, d_a * d_low, -d_a * d_up)
         t = 0.99 * longest_step((a, d_a), (gap_up, -d_a), (z_low, d_low), (z_up, d_up))
         a, z_low, z_up = a + t * d_a, z_low + t * d_low, z_up + t * d_up

@@ -196,3 +196,19 @@ def test_grid_search_fits_spo_plus_cells_together_with_the_same_result(trial, mo
     np.testing.assert_array_equal(together.scores["mean_relative_loss"], one_by_one.scores["mean_relative_loss"])
     assert together.best_params == one_by_one.best_params
     np.testing.assert_array_equal(together.best_model.coef_, one_by_one.best_model.coef_)
+
+
+def test_grid_search_says_when_the_joint_fit_fails_and_fits_the_cells_one_by_one(trial, monkeypatch, caplog):
+    """A joint fit that raises falls back to one cell at a time (each cell's own error is then
+    recorded), and the log says so: that path is many times slower, and its cause is a bug."""
+    from mom_pipeline.methods.baselines import SPOPlus
+
+    Z, C, lp = trial.train.Z, trial.train.C, trial.lp
+    X_star = lp.solve(C).x
+    monkeypatch.setattr(SPOPlus, "fit_many", classmethod(
+        lambda cls, models, *args, **kwargs: (_ for _ in ()).throw(RuntimeError("solver gave up"))))
+    make = lambda **params: SPOPlus(n_steps=30, **params)  # noqa: E731
+    with caplog.at_level("WARNING", logger="mom_pipeline.methods.tuning"):
+        result = grid_search(make, {"lam": [1e-6, 1e-2]}, Z, X_star, lp, C, None, "shortest_path", random_state=2)
+    assert "SPOPlus.fit_many failed on the 2-cell grid (RuntimeError: solver gave up)" in caplog.text
+    assert result.scores["mean_relative_loss"].notna().all()

@@ -177,3 +177,30 @@ def test_start_margins_must_match_the_models(knapsack):
     with pytest.raises(ValueError, match="start_margins has 1 entries for 2 models"):
         MOM.fit_many([MOM(lam=1e-2), MOM(lam=1.0)], trial.train.Z, solution.x, lp=trial.lp, basis=solution.basis,
                      start_margins=[None])
+
+
+def test_a_restricted_qp_clarabel_gives_up_on_is_solved_by_the_certified_box_dual(knapsack, monkeypatch):
+    """Clarabel stops with InsufficientProgress on some tiny, badly scaled restricted QPs (a
+    figure-4 polynomial cell of degree 1 at lam 1e-6: 14 rows, 105 unknowns). Such a failure
+    used to end the whole grid's joint fit; the box dual now answers, exactly."""
+    trial, solution, M = knapsack
+    Z = trial.train.Z  # linear MOM, 105 unknowns: small restricted QPs go to Clarabel first
+    lam = 1e-3
+    reference, _ = solve_hinge_qp_cvxpy(M, Z, lam)
+    attempts = []
+
+    def giving_up(*args, **kwargs):
+        attempts.append(1)
+        raise RuntimeError("Clarabel did not solve the restricted MOM QP (status InsufficientProgress)")
+
+    monkeypatch.setattr(hinge_working_set, "solve_clarabel", giving_up)
+    w0 = np.random.default_rng(3).normal(size=M.shape[2] * Z.shape[1])  # skip the active-set finish
+    Theta, info = solve_hinge_qp(M, Z, lam, w0=w0)
+    assert attempts and info["restricted_solves"] >= 1
+    assert mom_objective(Theta, M, Z, lam) == pytest.approx(mom_objective(reference, M, Z, lam), rel=1e-6)
+    assert kkt_certificate(Theta, M, Z, lam)["relative_gap"] <= 1e-7
+
+    # When the box dual cannot certify an answer either, Clarabel's error is what the caller sees.
+    monkeypatch.setattr(hinge_working_set, "_box_dual", lambda *args: None)
+    with pytest.raises(RuntimeError, match="InsufficientProgress"):
+        solve_hinge_qp(M, Z, lam, w0=w0)

@@ -71,7 +71,7 @@ def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, workin
     index = np.flatnonzero(working)
     k = index.size
     method = restricted_qp_method(p, k, ball=radius is not None)  # see policy.py for why
-    gram = None
+    gram = shift = None
     if status is not None and radius is None and (guesses is None or guesses.worth_trying()):
         # The dual box QP from the guessed active sets: a few factorizations of the free block
         # when the guess is close (later rounds), else it gives up after a few and the method
@@ -89,23 +89,49 @@ def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, workin
         except RuntimeError:
             pass
     if method == "box_dual":
-        # The dual: a box QP over the working rows with their k x k Gram matrix.
-        if gram is None:
-            gram, shift = rows.gram(index), rows.margins_of(index, gradient)
-        try:
-            alpha = box_qp(gram / lam, shift / lam - 1.0, weight, gap_tol=BOX_DUAL_GAP)
-            return (gradient + rows.weighted_sum_of(index, alpha)) / lam, alpha
-        except BoxQPStalled as stalled:
-            # Round-off stopped the interior-point method near the optimum (a multiplier on
-            # its bound: RBF kernel MOM, 5 of 56 box QPs of a cell): the active sets of its last
-            # point are a close guess, cheaper to finish than Clarabel (1.4 s each).
-            alpha, _ = box_qp_active_set(gram / lam, shift / lam - 1.0, weight,
-                                         np.where(stalled.iterate <= 1e-6 * weight, -1,
-                                                  np.where(stalled.iterate >= (1 - 1e-6) * weight, 1, 0)),
-                                         BOX_DUAL_GAP, offset=gradient @ gradient / (2.0 * lam), max_free=p)
-            if alpha is not None:
-                return (gradient + rows.weighted_sum_of(index, alpha)) / lam, alpha
+        found = _box_dual(rows, index, gradient, lam, weight, gram, shift)
+        if found is not None:
+            return found
         # Clarabel is the fallback of both custom paths
+    try:
+        return _restricted_clarabel(rows, index, gradient, lam, weight, radius), None
+    except RuntimeError:
+        # Clarabel gives up on some tiny, badly scaled restricted QPs (InsufficientProgress: 14
+        # rows, 105 unknowns, lam 1e-13 in a polynomial kernel cell of degree 1), where the
+        # certified box dual (every multiplier at a bound: a zero duality gap) has the answer.
+        found = None if method == "box_dual" or radius is not None else _box_dual(rows, index, gradient, lam,
+                                                                                   weight, gram, shift)
+        if found is None:
+            raise
+        return found
+
+
+def _box_dual(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, lam: float, weight: float,
+              gram: np.ndarray | None, shift: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(w, alpha) of the restricted QP through its dual, a box QP over the working rows with their
+    k x k Gram matrix (certified by its duality gap, BOX_DUAL_GAP), or None when it stalls."""
+    if gram is None:
+        gram, shift = rows.gram(index), rows.margins_of(index, gradient)
+    try:
+        alpha = box_qp(gram / lam, shift / lam - 1.0, weight, gap_tol=BOX_DUAL_GAP)
+        return (gradient + rows.weighted_sum_of(index, alpha)) / lam, alpha
+    except BoxQPStalled as stalled:
+        # Round-off stopped the interior-point method near the optimum (a multiplier on
+        # its bound: RBF kernel MOM, 5 of 56 box QPs of a cell): the active sets of its last
+        # point are a close guess, cheaper to finish than Clarabel (1.4 s each).
+        alpha, _ = box_qp_active_set(gram / lam, shift / lam - 1.0, weight,
+                                     np.where(stalled.iterate <= 1e-6 * weight, -1,
+                                              np.where(stalled.iterate >= (1 - 1e-6) * weight, 1, 0)),
+                                     BOX_DUAL_GAP, offset=gradient @ gradient / (2.0 * lam), max_free=rows.n_vars)
+        if alpha is not None:
+            return (gradient + rows.weighted_sum_of(index, alpha)) / lam, alpha
+    return None
+
+
+def _restricted_clarabel(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, lam: float,
+                         weight: float, radius: float | None) -> np.ndarray:
+    """The restricted QP's w by Clarabel on its primal (with the ball constraint when set)."""
+    p, k = rows.n_vars, index.size
     n_vars = p + k
     H_w = rows.rows(index)
     identity = sp.identity(k, format="csr")
@@ -118,7 +144,7 @@ def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, workin
         A, b, cones = sp.vstack([A, A_ball], format="csr"), np.concatenate([b, b_ball]), cones + [cone]
     P = sp.diags(np.concatenate([np.full(p, lam), np.zeros(k)]), format="csc")
     q = np.concatenate([-gradient, np.full(k, weight)])
-    return solve_clarabel(P, q, A, b, cones, "restricted MOM QP")[:p], None
+    return solve_clarabel(P, q, A, b, cones, "restricted MOM QP")[:p]
 
 
 def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius: float | None, tol: float,

@@ -212,3 +212,36 @@ def test_grid_search_says_when_the_joint_fit_fails_and_fits_the_cells_one_by_one
         result = grid_search(make, {"lam": [1e-6, 1e-2]}, Z, X_star, lp, C, None, "shortest_path", random_state=2)
     assert "SPOPlus.fit_many failed on the 2-cell grid (RuntimeError: solver gave up)" in caplog.text
     assert result.scores["mean_relative_loss"].notna().all()
+
+
+def test_kernel_mom_is_refitted_along_the_lam_path_to_the_same_optimum(monkeypatch, caplog):
+    """The chosen kernel MOM cell is refitted on all samples along the grid's lam values from the
+    largest down to the chosen one (warm starts); it is the same optimum as a cold fit."""
+    from mom_pipeline.methods.kernels import KernelMOM
+
+    data = generate_knapsack(80, 0, degree=4, eps_bar=0.0, feature_low=-1.0, seed=5)
+    Z, C, lp = data.train.Z, data.train.C, data.lp
+    solution = lp.solve(C)
+    grid = {"gamma": [0.5, 2.0], "lam": [1e-6, 1e-4, 1e-2, 1.0]}
+    make = lambda **params: KernelMOM(kernel="rbf", **params)  # noqa: E731
+    paths = []
+    fit_many = KernelMOM.fit_many.__func__
+    monkeypatch.setattr(KernelMOM, "fit_many", classmethod(
+        lambda cls, models, *args, **kwargs: paths.append([m.lam for m in models]) or fit_many(cls, models, *args,
+                                                                                                **kwargs)))
+    result = grid_search(make, grid, Z, solution.x, lp, C, solution.basis, "knapsack", random_state=1)
+    chosen = result.best_params["lam"]
+    assert paths[-1] == sorted((lam for lam in grid["lam"] if lam > chosen), reverse=True) + [chosen]
+    cold = KernelMOM(kernel="rbf", **result.best_params).fit(Z, solution.x, lp=lp, basis=solution.basis)
+    assert result.best_model.objective_ == pytest.approx(cold.objective_, rel=1e-7)
+    np.testing.assert_array_equal(result.best_model.decide(Z, lp).x, cold.decide(Z, lp).x)
+
+    # A path that fails is said in the log, and the chosen cell is fitted alone.
+    monkeypatch.setattr(KernelMOM, "fit_many", classmethod(
+        lambda cls, models, *args, **kwargs: (_ for _ in ()).throw(RuntimeError("path failed"))
+        if len(models) > 1 else fit_many(cls, models, *args, **kwargs)))
+    with caplog.at_level("WARNING", logger="mom_pipeline.methods.tuning"):
+        fallback = grid_search(make, grid, Z, solution.x, lp, C, solution.basis, "knapsack", random_state=1)
+    if fallback.best_params["lam"] < max(grid["lam"]):
+        assert "refit path" in caplog.text and "path failed" in caplog.text
+    assert fallback.best_model.objective_ == pytest.approx(cold.objective_, rel=1e-7)

@@ -144,6 +144,9 @@ class KernelMOM(CostModel):
     """
 
     needs_costs = False
+    # A tuning grid's chosen cell is refitted along the grid's lam path (`tuning._refit`):
+    # fit_many warm-starts each lam from the previous one, where a cold fit is many times slower.
+    refit_path = "lam"
 
     kernel: str = "poly"
     degree: int = 2

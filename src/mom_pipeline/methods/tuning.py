@@ -88,6 +88,35 @@ def _fit_cells_together(make_model, cells, Z, X_star, lp, basis, C):
     return models, (time.perf_counter() - started) / len(cells)
 
 
+def _refit(make_model: Callable[..., CostModel], best_params: dict, grid: dict[str, list], Z, X_star,
+           lp: StandardFormLP, basis, C) -> CostModel:
+    """The chosen cell refitted on all samples.
+
+    An estimator whose ``fit_many`` warm-starts a regularization path names its parameter in
+    ``refit_path`` (kernel MOM: "lam"); it is refitted along the grid's values of it from the
+    largest down to the chosen one, each solve started from the previous optimum. The result is
+    the same optimum as a cold fit (each point of the path is solved exactly), found in a
+    fraction of the time: a cold kernel MOM fit at lam = 1e-4..1e-6 on 500 knapsack samples took
+    260-330 s, 8-9 working-set rounds of 3,400-4,400 rows (docs/benchmarks.md). When the path
+    fit raises, the cell is fitted alone, as before."""
+    model = make_model(**best_params)
+    name = getattr(type(model), "refit_path", None)
+    if name is None or name not in best_params or not hasattr(type(model), "fit_many"):
+        return _fit(model, Z, X_star, lp, basis, C)
+    chosen = best_params[name]
+    path = sorted({value for value in grid.get(name, []) if value > chosen}, reverse=True)
+    if not path:
+        return _fit(model, Z, X_star, lp, basis, C)
+    models = [make_model(**{**best_params, name: value}) for value in path] + [model]
+    try:
+        type(model).fit_many(models, Z, X_star, lp=lp, basis=basis, C=C if model.needs_costs else None)
+    except Exception as error:  # noqa: BLE001 - the cold fit below raises (or not) on its own
+        log.warning("%s.fit_many failed on the refit path %s (%s: %s); refitting the chosen cell alone",
+                    type(model).__name__, path + [chosen], type(error).__name__, error)
+        return _fit(make_model(**best_params), Z, X_star, lp, basis, C)
+    return model
+
+
 def grid_search(make_model: Callable[..., CostModel], grid: dict[str, list], Z, X_star, lp: StandardFormLP, C,
                 basis, problem: str, fraction: float = 0.25, random_state=0,
                 progress: bool = False, on_error: str = "raise") -> TuningResult:
@@ -164,7 +193,7 @@ def grid_search(make_model: Callable[..., CostModel], grid: dict[str, list], Z, 
     best = int(np.nanargmin(values))  # the first minimum: ties go to the earlier cell
     # Plain Python scalars (np.logspace grids give numpy floats) so the choice serializes cleanly.
     best_params = {key: value.item() if isinstance(value, np.generic) else value for key, value in cells[best].items()}
-    best_model = _fit(make_model(**best_params), Z, X_star, lp, basis, C)
+    best_model = _refit(make_model, best_params, grid, Z, X_star, lp, basis, C)
     return TuningResult(best_params=best_params, scores=scores, best_model=best_model,
                         train_idx=train_idx, val_idx=val_idx)
 

@@ -123,3 +123,22 @@ def test_names_and_errors(contexts, trial):
     trial, X = trial
     with pytest.raises(ValueError, match="lam"):
         KernelMOM(lam=-1.0).fit(trial.train.Z, X, lp=trial.lp)
+
+
+def test_kernel_mom_fits_when_numpy_svd_does_not_converge(trial, monkeypatch):
+    """numpy's divide-and-conquer SVD sometimes fails on rank-deficient polynomial kernel
+    matrices (a figure-4 trial); the row-space reduction then uses LAPACK's QR-iteration SVD
+    and the fit is the same."""
+    trial, x_star = trial
+    fit = lambda: KernelMOM(kernel="poly", degree=3, gamma=0.5, lam=1e-3).fit(  # noqa: E731
+        trial.train.Z, x_star, lp=trial.lp)
+    reference = fit()
+
+    def not_converging(*args, **kwargs):
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    monkeypatch.setattr(np.linalg, "svd", not_converging)
+    model = fit()
+    assert model.solver_info_["feature_rank"] == reference.solver_info_["feature_rank"]
+    assert model.objective_ == pytest.approx(reference.objective_, rel=1e-9)
+    np.testing.assert_array_equal(model.decide(trial.test.Z, trial.lp).x, reference.decide(trial.test.Z, trial.lp).x)

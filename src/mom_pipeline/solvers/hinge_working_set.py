@@ -77,12 +77,11 @@ def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, workin
         # when the guess is close (later rounds), else it gives up after a few and the method
         # the policy picks runs.
         gram, shift = rows.gram(index), rows.margins_of(index, gradient)
-        alpha, _ = box_qp_active_set(gram / lam, shift / lam - 1.0, weight, status[index], BOX_DUAL_GAP,
-                                     offset=gradient @ gradient / (2.0 * lam), max_free=p)
+        found = _box_dual_from_guess(rows, index, gradient, lam, weight, gram / lam, shift / lam - 1.0, status[index])
         if guesses is not None:
-            guesses.record(alpha is not None)
-        if alpha is not None:
-            return (gradient + rows.weighted_sum_of(index, alpha)) / lam, alpha
+            guesses.record(found is not None)
+        if found is not None:
+            return found
     if method == "interior_point":
         try:
             return hinge_qp_ipm(rows.dense_rows(index), gradient, lam, weight), None
@@ -112,20 +111,26 @@ def _box_dual(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, l
     k x k Gram matrix (certified by its duality gap, BOX_DUAL_GAP), or None when it stalls."""
     if gram is None:
         gram, shift = rows.gram(index), rows.margins_of(index, gradient)
+    Q, c = gram / lam, shift / lam - 1.0
     try:
-        alpha = box_qp(gram / lam, shift / lam - 1.0, weight, gap_tol=BOX_DUAL_GAP)
+        alpha = box_qp(Q, c, weight, gap_tol=BOX_DUAL_GAP)
         return (gradient + rows.weighted_sum_of(index, alpha)) / lam, alpha
     except BoxQPStalled as stalled:
         # Round-off stopped the interior-point method near the optimum (a multiplier on
         # its bound: RBF kernel MOM, 5 of 56 box QPs of a cell): the active sets of its last
         # point are a close guess, cheaper to finish than Clarabel (1.4 s each).
-        alpha, _ = box_qp_active_set(gram / lam, shift / lam - 1.0, weight,
-                                     np.where(stalled.iterate <= 1e-6 * weight, -1,
-                                              np.where(stalled.iterate >= (1 - 1e-6) * weight, 1, 0)),
-                                     BOX_DUAL_GAP, offset=gradient @ gradient / (2.0 * lam), max_free=rows.n_vars)
-        if alpha is not None:
-            return (gradient + rows.weighted_sum_of(index, alpha)) / lam, alpha
-    return None
+        status = np.where(stalled.iterate <= 1e-6 * weight, -1, np.where(stalled.iterate >= (1 - 1e-6) * weight, 1, 0))
+        return _box_dual_from_guess(rows, index, gradient, lam, weight, Q, c, status)
+
+
+def _box_dual_from_guess(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, lam: float, weight: float,
+                         Q: np.ndarray, c: np.ndarray, status: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(w, alpha) of the restricted QP from the box dual min 0.5 a'Qa + c'a, 0 <= a <= weight,
+    solved by `box_qp_active_set` from a guess of its active sets (status per working row), or
+    None when that gives up."""
+    alpha, _ = box_qp_active_set(Q, c, weight, status, BOX_DUAL_GAP, offset=gradient @ gradient / (2.0 * lam),
+                                 max_free=rows.n_vars)
+    return None if alpha is None else ((gradient + rows.weighted_sum_of(index, alpha)) / lam, alpha)
 
 
 def _restricted_clarabel(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, lam: float,

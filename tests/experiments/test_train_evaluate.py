@@ -58,6 +58,31 @@ def test_a_method_set_to_null_is_left_out():
         parse_methods(parse_spec(dict(SPEC, methods={"OLS": None})))
 
 
+def test_a_joint_fit_fallback_is_logged_with_the_trial_by_the_main_process(monkeypatch, caplog):
+    """A tuning fallback (here: the joint grid fit raises) is not logged inside the training,
+    which may run in a worker whose log has neither Kedro's format nor the trial's name; it
+    travels with the trained method and `log_failed_cells` logs it with the trial."""
+    from mom_pipeline.experiments.train import log_failed_cells
+    from mom_pipeline.methods.mom import MOM
+
+    spec = parse_spec(dict(SPEC, trials=1, methods={"MOM": {"estimator": "MOM", "grid": {"lam": [1e-2, 1.0]}}}))
+    trials = generate_experiment(spec)
+    solutions = solve_experiment(trials, "solver")
+    monkeypatch.setattr(MOM, "fit_many", classmethod(
+        lambda cls, models, *args, **kwargs: (_ for _ in ()).throw(RuntimeError("joint fit broke"))))
+    with caplog.at_level("WARNING"):
+        trained = train_trial(spec, trials[0], solutions[0])
+    assert "joint fit broke" not in caplog.text
+    assert trained["MOM"].fallbacks and "joint fit broke" in trained["MOM"].fallbacks[0]
+    with caplog.at_level("WARNING"):
+        log_failed_cells(spec, 0, 0, trained)
+    assert f"{spec.name}: setting 0, trial 0: MOM tuning: MOM.fit_many failed on the 2-cell grid" in caplog.text
+    # and outside a trial's training, grid_search's own warning is back
+    import logging
+
+    assert not logging.getLogger("mom_pipeline.methods.tuning").filters
+
+
 def test_failed_grid_cells_are_logged_and_counted(caplog):
     """Issue 12, item 4: a grid value that makes a fit fail is logged and counted."""
     from mom_pipeline.experiments.train import log_failed_cells

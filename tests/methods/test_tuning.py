@@ -211,6 +211,8 @@ def test_grid_search_says_when_the_joint_fit_fails_and_fits_the_cells_one_by_one
     with caplog.at_level("WARNING", logger="mom_pipeline.methods.tuning"):
         result = grid_search(make, {"lam": [1e-6, 1e-2]}, Z, X_star, lp, C, None, "shortest_path", random_state=2)
     assert "SPOPlus.fit_many failed on the 2-cell grid (RuntimeError: solver gave up)" in caplog.text
+    assert result.fallbacks == ("SPOPlus.fit_many failed on the 2-cell grid (RuntimeError: solver gave up); "
+                                "fitting its cells one by one",)
     assert result.scores["mean_relative_loss"].notna().all()
 
 
@@ -244,4 +246,6 @@ def test_kernel_mom_is_refitted_along_the_lam_path_to_the_same_optimum(monkeypat
         fallback = grid_search(make, grid, Z, solution.x, lp, C, solution.basis, "knapsack", random_state=1)
     if fallback.best_params["lam"] < max(grid["lam"]):
         assert "refit path" in caplog.text and "path failed" in caplog.text
+        assert any("refit path" in message for message in fallback.fallbacks)
+    assert result.fallbacks == ()
     assert fallback.best_model.objective_ == pytest.approx(cold.objective_, rel=1e-7)

@@ -17,6 +17,7 @@ configuration) is left out of that experiment.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import time
@@ -60,6 +61,9 @@ class TrainedMethod:
     tuning_seconds: float
     tuning_scores: pd.DataFrame
     data_key: str = ""
+    # Slower exact routes the tuning took (`TuningResult.fallbacks`), logged by the main process
+    # with the trial's name (trials stored before this field read it as the class default).
+    fallbacks: tuple[str, ...] = ()
 
 
 def _seed(spec: ExperimentSpec, setting: int, trial: int) -> int:
@@ -96,15 +100,30 @@ def train_method(spec: ExperimentSpec, config: MethodConfig, trial: TrialData, s
                              fit_seconds=fit_seconds, tuning_seconds=0.0,
                              tuning_scores=pd.DataFrame({"mean_relative_loss": [np.nan]}))
     started = time.perf_counter()
-    result = grid_search(make, grid, data.train.Z, solutions.train.x, data.lp, data.train.C,
-                         basis=basis, problem=spec.problem, random_state=seed, on_error="nan")
+    with _tuning_warnings_kept():
+        result = grid_search(make, grid, data.train.Z, solutions.train.x, data.lp, data.train.C,
+                             basis=basis, problem=spec.problem, random_state=seed, on_error="nan")
     tuning_seconds = time.perf_counter() - started
     model = result.best_model
     # The final refit on all training samples: total time minus the time of the grid cells.
     fit_seconds = max(0.0, tuning_seconds - float(result.scores["fit_seconds"].sum()))
     return TrainedMethod(label=config.label, estimator=config.estimator, model=model,
                          best_params=result.best_params, fit_seconds=fit_seconds,
-                         tuning_seconds=tuning_seconds, tuning_scores=result.scores)
+                         tuning_seconds=tuning_seconds, tuning_scores=result.scores, fallbacks=result.fallbacks)
+
+
+@contextlib.contextmanager
+def _tuning_warnings_kept():
+    """Keep `grid_search`'s own fallback warnings out of the log while a trial trains: in a
+    worker process they would reach the log unformatted and without the trial's name. They
+    come back in `TuningResult.fallbacks`, and `log_failed_cells` logs them with the trial."""
+    tuning_log = logging.getLogger("mom_pipeline.methods.tuning")
+    silenced = logging.Filter("(nothing)")  # a named filter that no record's logger name matches
+    tuning_log.addFilter(silenced)
+    try:
+        yield
+    finally:
+        tuning_log.removeFilter(silenced)
 
 
 def train_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolutions) -> dict[str, TrainedMethod]:
@@ -139,7 +158,11 @@ def failed_cells(trained: dict[str, TrainedMethod]) -> dict[str, pd.DataFrame]:
 
 
 def log_failed_cells(spec: ExperimentSpec, setting: int, trial: int, trained: dict[str, TrainedMethod]) -> None:
-    """One warning per grid cell that failed (it is scored NaN and never chosen)."""
+    """One warning per grid cell that failed (it is scored NaN and never chosen), and one per
+    slower exact route the tuning took (`TrainedMethod.fallbacks`)."""
+    for label, tm in trained.items():
+        for message in getattr(tm, "fallbacks", ()):
+            log.warning("%s: setting %d, trial %d: %s tuning: %s", spec.name, setting, trial, label, message)
     for label, cells in failed_cells(trained).items():
         for _, row in cells.iterrows():
             params = {k: v for k, v in row.items()

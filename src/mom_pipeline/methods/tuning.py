@@ -30,13 +30,16 @@ ON_ERROR = ("raise", "nan")
 class TuningResult:
     """best_params: the chosen grid cell; scores: one row per cell in grid order (the
     parameters, mean_relative_loss on the validation part, exact_rate, fit_seconds, error);
-    best_model: refitted with best_params on all samples; train_idx / val_idx: the split."""
+    best_model: refitted with best_params on all samples; train_idx / val_idx: the split;
+    fallbacks: what went to a slower exact route (a joint grid fit or a refit path that
+    raised), one message each, also logged as warnings."""
 
     best_params: dict
     scores: pd.DataFrame
     best_model: CostModel
     train_idx: np.ndarray
     val_idx: np.ndarray
+    fallbacks: tuple[str, ...] = ()
 
 
 def validation_split(n_samples: int, fraction: float = 0.25, random_state=0) -> tuple[np.ndarray, np.ndarray]:
@@ -58,14 +61,14 @@ def _fit(model: CostModel, Z, X_star, lp: StandardFormLP, basis, C) -> CostModel
     return model.fit(Z, X_star, lp=lp, basis=basis, C=costs)
 
 
-def _fit_cells_together(make_model, cells, Z, X_star, lp, basis, C):
+def _fit_cells_together(make_model, cells, Z, X_star, lp, basis, C, fallbacks: list[str]):
     """(models, seconds per cell) when the estimator fits a whole grid at once, else (None, 0).
 
     An estimator class with a ``fit_many(models, Z, X_star, lp=, basis=, C=)`` classmethod
     (SPO+: one oracle call per step for every cell) fits all the cells' models together;
     its time is shared equally by the cells. A cell that fails alone carries its error as the
     model's ``fit_error_``; when the joint fit itself raises, the cells are fitted one by one
-    instead, so that each error is recorded against its own cell.
+    instead, so that each error is recorded against its own cell (and `fallbacks` says so).
     """
     if len(cells) < 2:
         return None, 0.0
@@ -82,14 +85,19 @@ def _fit_cells_together(make_model, cells, Z, X_star, lp, basis, C):
     except Exception as error:  # noqa: BLE001 - the per-cell loop records (or raises) each cell's error
         # Said in the log: one cell by one is many times slower (kernel MOM loses its paths and
         # warm starts: a figure-4 trial took 20 minutes instead of 3), and the cause is a bug.
-        log.warning("%s.fit_many failed on the %d-cell grid (%s: %s); fitting its cells one by one",
-                    kind.__name__, len(cells), type(error).__name__, error)
+        _fallback(fallbacks, f"{kind.__name__}.fit_many failed on the {len(cells)}-cell grid "
+                             f"({type(error).__name__}: {error}); fitting its cells one by one")
         return None, 0.0
     return models, (time.perf_counter() - started) / len(cells)
 
 
+def _fallback(fallbacks: list[str], message: str) -> None:
+    fallbacks.append(message)
+    log.warning("%s", message)
+
+
 def _refit(make_model: Callable[..., CostModel], best_params: dict, grid: dict[str, list], Z, X_star,
-           lp: StandardFormLP, basis, C) -> CostModel:
+           lp: StandardFormLP, basis, C, fallbacks: list[str]) -> CostModel:
     """The chosen cell refitted on all samples.
 
     An estimator whose ``fit_many`` warm-starts a regularization path names its parameter in
@@ -111,8 +119,8 @@ def _refit(make_model: Callable[..., CostModel], best_params: dict, grid: dict[s
     try:
         type(model).fit_many(models, Z, X_star, lp=lp, basis=basis, C=C if model.needs_costs else None)
     except Exception as error:  # noqa: BLE001 - the cold fit below raises (or not) on its own
-        log.warning("%s.fit_many failed on the refit path %s (%s: %s); refitting the chosen cell alone",
-                    type(model).__name__, path + [chosen], type(error).__name__, error)
+        _fallback(fallbacks, f"{type(model).__name__}.fit_many failed on the refit path {path + [chosen]} "
+                             f"({type(error).__name__}: {error}); refitting the chosen cell alone")
         return _fit(make_model(**best_params), Z, X_star, lp, basis, C)
     return model
 
@@ -162,8 +170,9 @@ def grid_search(make_model: Callable[..., CostModel], grid: dict[str, list], Z, 
 
         iterator = tqdm(cells, desc=getattr(make_model, "__name__", "grid"), leave=False)
 
+    fallbacks: list[str] = []
     prefitted, shared_seconds = _fit_cells_together(make_model, cells, Z[train_idx], X_star[train_idx], lp_train,
-                                                    basis_train, C[train_idx])
+                                                    basis_train, C[train_idx], fallbacks)
     rows = []
     for i, params in enumerate(iterator):
         started = time.perf_counter()
@@ -193,9 +202,9 @@ def grid_search(make_model: Callable[..., CostModel], grid: dict[str, list], Z, 
     best = int(np.nanargmin(values))  # the first minimum: ties go to the earlier cell
     # Plain Python scalars (np.logspace grids give numpy floats) so the choice serializes cleanly.
     best_params = {key: value.item() if isinstance(value, np.generic) else value for key, value in cells[best].items()}
-    best_model = _refit(make_model, best_params, grid, Z, X_star, lp, basis, C)
+    best_model = _refit(make_model, best_params, grid, Z, X_star, lp, basis, C, fallbacks)
     return TuningResult(best_params=best_params, scores=scores, best_model=best_model,
-                        train_idx=train_idx, val_idx=val_idx)
+                        train_idx=train_idx, val_idx=val_idx, fallbacks=tuple(fallbacks))
 
 
 def radius_grid(V_or_norm, factors) -> np.ndarray:

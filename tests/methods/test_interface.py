@@ -35,3 +35,18 @@ def test_estimator_conventions(name):
 def test_unknown_method_names_the_registered_ones():
     with pytest.raises(ValueError, match="unknown estimator 'Lasso'.*'MOM'"):
         methods.method_entry("Lasso")
+
+
+def test_a_non_finite_prediction_is_named_when_deciding():
+    """Finite but huge coefficients (a diverged step size) overflow on new contexts; decide says
+    which model, sample and column, instead of the LP layer's complaint about its input."""
+    trial = generate_knapsack(30, 5, degree=1, seed=0)
+    model = methods.Ridge(lam=1e-3).fit(trial.train.Z, None, lp=trial.lp, C=trial.train.C)
+    model.coef_ = model.coef_.copy()
+    model.coef_[3] = 1e308  # the cost of item 3 overflows on these contexts
+    Z = np.full_like(trial.test.Z, 2.0)
+    with pytest.raises(FloatingPointError, match=r"^Ridge\(lam=0.001.*\) predicted a non-finite cost \(inf\) "
+                                                 r"for sample 0, column 3, on 5 of 5 samples: its fit diverged"):
+        model.decide(Z, trial.lp)
+    model.coef_[3] = 1.0
+    assert model.decide(Z, trial.lp).x.shape == (5, 21)

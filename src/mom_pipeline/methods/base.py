@@ -84,8 +84,22 @@ class CostModel(BaseEstimator):
         raise NotImplementedError
 
     def decide(self, Z, lp: StandardFormLP) -> LPSolution:
-        """Decisions: solve the LP with the predicted costs (oracle when available)."""
-        return lp.solve(self.predict_cost(Z), need_basis=False)
+        """Decisions: solve the LP with the predicted costs (oracle when available).
+
+        Raises FloatingPointError, naming the model, the sample and the column, when a predicted
+        cost is not finite: a fit whose coefficients are finite but huge (a diverging step size)
+        overflows on new contexts, and the LP layer's message about its input C would hide that."""
+        with np.errstate(over="ignore", invalid="ignore"):  # said below, with the model's name
+            costs = np.asarray(self.predict_cost(Z), dtype=float)
+        bad = ~np.isfinite(costs)
+        if bad.any():
+            sample, column = (int(v) for v in np.argwhere(bad)[0])
+            params = ", ".join(f"{key}={value!r}" for key, value in sorted(self.get_params().items()))
+            raise FloatingPointError(
+                f"{type(self).__name__}({params}) predicted a non-finite cost ({costs[sample, column]}) for sample "
+                f"{sample}, column {column}, on {int(bad.any(axis=1).sum())} of {len(costs)} samples: its fit "
+                "diverged or overflowed (a smaller step size, or another lam, keeps it finite)")
+        return lp.solve(costs, need_basis=False)
 
     def _require_costs(self, C, n_samples: int, n: int) -> np.ndarray:
         if C is None:

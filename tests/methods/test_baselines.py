@@ -245,3 +245,21 @@ def test_spo_plus_grid_in_lockstep_equals_separate_fits(monkeypatch):
         np.testing.assert_array_equal(a.coef_, b.coef_)
         np.testing.assert_allclose(a.loss_history_, b.loss_history_, rtol=1e-12)
         assert b.n_oracle_calls_ == 40
+
+
+def test_spo_plus_grid_survives_a_cell_whose_doubled_costs_overflow():
+    """A cell whose predicted costs are finite but overflow in the oracle's 2 c_hat - c leaves the
+    lockstep as diverged; before, the batched oracle raised for the whole grid (figure 6 on U[0,1]
+    features, lam 10-100 with steps 1-10), which grid_search then fitted cell by cell."""
+    trial = generate_knapsack(60, 0, degree=1, eps_bar=0.0, feature_low=0.0, seed=3)
+    Z, C, lp = trial.train.Z, trial.train.C, trial.lp
+    X_star = lp.solve(C).x
+    cells = [dict(lam=lam, step_size=step) for lam in (10.0, 100.0) for step in (1.0, 10.0)]
+    together = SPOPlus.fit_many([SPOPlus(**cell) for cell in cells], Z, X_star, lp=lp, C=C)
+    failed = [getattr(model, "fit_error_", None) is not None for model in together]
+    assert failed == [False, True, True, True]
+    assert all("diverged" in str(model.fit_error_) for model, bad in zip(together, failed) if bad)
+    alone = SPOPlus(**cells[0]).fit(Z, X_star, lp=lp, C=C)
+    np.testing.assert_array_equal(alone.coef_, together[0].coef_)
+    with pytest.raises(FloatingPointError, match="diverged"):
+        SPOPlus(**cells[1]).fit(Z, X_star, lp=lp, C=C)

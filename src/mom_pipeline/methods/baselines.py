@@ -340,9 +340,12 @@ def _spo_plus_lockstep(models: list[SPOPlus], Z, C, X_star, lp: StandardFormLP, 
         Z_batch = Z[idx]
         B = len(idx)
         with np.errstate(over="ignore", invalid="ignore"):
-            # (live, B, n) predicted costs, stacked model-major into one oracle call.
+            # (live, B, n) predicted costs, stacked model-major into one oracle call. A model
+            # leaves when the oracle's costs 2 c_hat - c are not finite: c_hat itself can be
+            # finite and still overflow when doubled (figure 6 on U[0,1]: one such cell made the
+            # batched oracle raise for the whole 45-cell grid, which was then fitted cell by cell).
             C_hat = np.einsum("bd,knd->kbn", Z_batch, thetas[alive])
-            finite = np.isfinite(C_hat).all(axis=(1, 2))
+            finite = np.isfinite(2.0 * C_hat - C[idx]).all(axis=(1, 2))
             if not finite.all():
                 newly = np.flatnonzero(alive)[~finite]
                 alive[newly], diverged_at[newly] = False, step

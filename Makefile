@@ -54,6 +54,7 @@ bench-methods: $(STAMP)
 	$(BIN)/python benchmarks/methods_speed.py
 	$(BIN)/python benchmarks/solver_policy.py
 	$(BIN)/python benchmarks/dfl_speed.py
+	$(BIN)/python benchmarks/spo_plus_grid.py
 	$(BIN)/python benchmarks/kernel_mom_cells.py --data-degree 1 --kernel rbf --cells 0.1 2
 	$(BIN)/python benchmarks/kernel_mom_cells.py --data-degree 6 --kernel poly --cells 4:0.1 4:0.5 4:1 4:2
 

@@ -161,7 +161,7 @@ def log_failed_cells(spec: ExperimentSpec, setting: int, trial: int, trained: di
     """One warning per grid cell that failed (it is scored NaN and never chosen), and one per
     slower exact route the tuning took (`TrainedMethod.fallbacks`)."""
     for label, tm in trained.items():
-        for message in getattr(tm, "fallbacks", ()):
+        for message in tm.fallbacks:
             log.warning("%s: setting %d, trial %d: %s tuning: %s", spec.name, setting, trial, label, message)
     for label, cells in failed_cells(trained).items():
         for _, row in cells.iterrows():

@@ -38,7 +38,7 @@ from .hinge_rows import HingeRowOperator
 from .box_active_set import GuessRecord, box_qp_active_set
 from .hinge_newton import smoothed_hinge_start
 from .interior_point import BoxQPStalled, box_qp, hinge_qp_ipm
-from .policy import BOX_DUAL_GAP, adaptive_working_set, restricted_qp_method
+from .policy import BOX_DUAL_GAP, BOX_DUAL_REL_GAP, adaptive_working_set, restricted_qp_method
 
 #: `active_set_from_guess` checks its churn (rows changing sets per step) from this step on.
 CHURN_AFTER_STEPS = 5
@@ -113,7 +113,8 @@ def _box_dual(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, l
         gram, shift = rows.gram(index), rows.margins_of(index, gradient)
     Q, c = gram / lam, shift / lam - 1.0
     try:
-        alpha = box_qp(Q, c, weight, gap_tol=BOX_DUAL_GAP)
+        alpha = box_qp(Q, c, weight, gap_tol=BOX_DUAL_GAP, gap_rel=BOX_DUAL_REL_GAP,
+                       offset=gradient @ gradient / (2.0 * lam))
         return (gradient + rows.weighted_sum_of(index, alpha)) / lam, alpha
     except BoxQPStalled as stalled:
         # Round-off stopped the interior-point method near the optimum (a multiplier on

@@ -41,7 +41,7 @@ class BoxQPStalled(RuntimeError):
 
 
 def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_iter: int = 200,
-           gap_tol: float | None = None) -> np.ndarray:
+           gap_tol: float | None = None, gap_rel: float = 0.0, offset: float = 0.0) -> np.ndarray:
     """argmin 0.5 a'Qa + c'a s.t. 0 <= a <= upper (Q positive semidefinite, k x k).
 
     Mehrotra's predictor-corrector interior-point method; each iteration factors
@@ -50,7 +50,9 @@ def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_it
     when the residual of Q a + c - z_l + z_u is below tol and the mean complementarity
     below tol * upper, or (gap_tol set) when the certificate `box_gap` of the iterate is
     below gap_tol: on badly scaled Q (kernel features, tiny lam) the residual may never reach
-    tol through round-off, while the gap, which bounds the objective's error, does.
+    tol through round-off, while the gap, which bounds the objective's error, does. With
+    gap_rel, a gap below gap_rel * |f(a) + offset| also stops it: for the dual of a hinge QP,
+    -(f(a) + offset) is the hinge QP's dual value, so the stop is relative to its objective.
     """
     k = c.size
     a = np.full(k, 0.5 * upper)
@@ -64,8 +66,11 @@ def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_it
         largest = np.abs(residual).max()
         if (largest <= tol and mu <= tol * upper) or (largest <= 1e3 * tol and mu <= 1e-6 * tol * upper):
             return a  # converged, or at the round-off floor of a badly scaled Q (kernels, tiny lam)
-        if gap_tol is not None and box_gap(Q, c, upper, a) <= gap_tol:
-            return a
+        if gap_tol is not None:
+            g = residual + z_low - z_up  # Q a + c, without another product with Q
+            gap = float(np.where(g >= 0, a * g, (upper - a) * -g).sum())
+            if gap <= max(gap_tol, gap_rel * abs(0.5 * a @ (g + c) + offset)):
+                return a
         if largest <= 1e3 * tol and mu <= tol * upper:
             # Converged up to a residual that round-off in Q a may not let fall below tol
             # (Q entries of 1e9 on separable kernel problems): kept in case the next step

@@ -7,24 +7,29 @@ import numpy as np
 import scipy.sparse as sp
 
 
-def clarabel_settings(max_iter: int = 200) -> clarabel.DefaultSettings:
+def clarabel_settings(max_iter: int = 200, tol: float | None = None) -> clarabel.DefaultSettings:
     settings = clarabel.DefaultSettings()
     settings.verbose = False
     settings.max_iter = max_iter
     settings.max_threads = 1  # deterministic results (and no spinning threads on a busy machine)
+    if tol is not None:  # the gap and feasibility tolerances (Clarabel's defaults: 1e-8)
+        settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = tol
     return settings
 
 
-def solve_clarabel(P, q, A, b, cones, what: str) -> np.ndarray:
+def solve_clarabel(P, q, A, b, cones, what: str, tol: float | None = None) -> np.ndarray:
     """min 0.5 x'Px + q'x s.t. b - Ax in cones; raises when Clarabel does not solve it.
 
     A run that stalls (InsufficientProgress, an ill-conditioned KKT system) is retried
-    without equilibration and then with more iterations before giving up.
+    without equilibration and then with more iterations before giving up. tol: Clarabel's
+    gap and feasibility tolerances, None for its defaults (1e-8, relative to its scaled problem:
+    on badly scaled problems the unscaled objective can be much further off, see
+    `hinge_working_set.RESTRICTED_CLARABEL_TOL`).
     """
     P, A = sp.triu(P, format="csc"), sp.csc_matrix(A)
     status = "not run"
     for attempt in range(3):
-        settings = clarabel_settings(200 if attempt < 2 else 1000)
+        settings = clarabel_settings(200 if attempt < 2 else 1000, tol)
         if attempt >= 1:
             settings.equilibrate_enable = False
         solution = clarabel.DefaultSolver(P, q, A, b, cones, settings).solve()

@@ -25,6 +25,8 @@ import warnings
 import numpy as np
 import scipy.linalg
 
+from .interior_point import box_gap_of_gradient
+
 #: Bounds on a (times upper) and on the gradient (margin units) within which a row keeps its set.
 BOUND_TOL = 1e-12
 #: A point whose active sets satisfy the optimality conditions is accepted when its duality gap
@@ -122,7 +124,7 @@ def _gap(Q: np.ndarray, c: np.ndarray, upper: float, a: np.ndarray, exact: bool 
         g = (Q.astype(np.longdouble) @ a.astype(np.longdouble) + c).astype(float)
     else:
         g = Q @ a + c
-    return float(np.where(g >= 0, a * g, (upper - a) * -g).sum()), g
+    return box_gap_of_gradient(g, upper, a), g
 
 
 def box_qp_active_set(Q: np.ndarray, c: np.ndarray, upper: float, status: np.ndarray, gap_tol: float,

@@ -27,7 +27,11 @@ def box_gap(Q: np.ndarray, c: np.ndarray, upper: float, a: np.ndarray) -> float:
     equality exactly, and the gap of that primal-dual pair is sum_i a_i g_i where g_i >= 0,
     (upper - a_i)|g_i| where g_i < 0 (>= 0 term by term). For the dual of a hinge QP it is
     the hinge QP's own duality gap at w(a), in the hinge objective's units."""
-    g = Q @ a + c
+    return box_gap_of_gradient(Q @ a + c, upper, a)
+
+
+def box_gap_of_gradient(g: np.ndarray, upper: float, a: np.ndarray) -> float:
+    """`box_gap` from the gradient g = Q a + c when it is already at hand."""
     return float(np.where(g >= 0, a * g, (upper - a) * -g).sum())
 
 
@@ -68,8 +72,7 @@ def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_it
             return a  # converged, or at the round-off floor of a badly scaled Q (kernels, tiny lam)
         if gap_tol is not None:
             g = residual + z_low - z_up  # Q a + c, without another product with Q
-            gap = float(np.where(g >= 0, a * g, (upper - a) * -g).sum())
-            if gap <= max(gap_tol, gap_rel * abs(0.5 * a @ (g + c) + offset)):
+            if box_gap_of_gradient(g, upper, a) <= max(gap_tol, gap_rel * abs(0.5 * a @ (g + c) + offset)):
                 return a
         if largest <= 1e3 * tol and mu <= tol * upper:
             # Converged up to a residual that round-off in Q a may not let fall below tol

@@ -61,8 +61,9 @@ KERNEL_MIN_VARS = 300
 # Box-QP dual: stopped when its duality gap (= the restricted hinge QP's) is below this.
 BOX_DUAL_GAP = 1e-10
 # ... or below this times the MOM objective (the restricted QP's dual value plus the linear rows'
-# constant): the final objective is then within 1e-9 relative of the optimum. Narrow RBF kernel
-# cells 1.38x faster; 1e-8 left KKT certificates at 1.1e-7 (docs/benchmarks.md).
+# constant): that bounds the final objective's error by 1e-9 relative, where the gap can be
+# computed (not below scaled lam ~1e-13). Narrow RBF kernel cells 1.38x faster; 1e-8 left KKT
+# certificates at 1.1e-7 (docs/benchmarks.md).
 BOX_DUAL_REL_GAP = 1e-9
 # Newton steps: a dense p x p Hessian up to this many unknowns.
 DENSE_NEWTON_MAX_VARS = 2000

@@ -1,4 +1,4 @@
-"""Tiny lam, where the box dual's margins lose digits and Clarabel is the restricted QP's
+"""Regularization paths at tiny lam, where the box dual's margins lose digits and Clarabel is the restricted QP's
 fallback: a path through other constants must reach the same optimum, and the polish of the
 margin rows must put them on the margin without raising the objective."""
 
@@ -73,3 +73,15 @@ def test_polish_puts_margin_rows_on_the_margin_and_never_raises_the_objective(kn
     assert objective(polished) <= objective(moved)
     assert objective(polished) == pytest.approx(objective(w), rel=1e-9)
     assert objective(hinge_working_set.polish_margin_rows(rows, lam, weight, w)) <= objective(w)
+
+
+def test_path_constants_insert_warm_starts_between_distant_constants():
+    from mom_pipeline.solvers.hinge_path import path_constants
+
+    lams = np.array([1e-2, 1.0, 1e-2, 0.5])
+    path = path_constants(lams, 10 ** 0.5)
+    assert [i for i, _ in path if i is not None] == [1, 3, 0, 2]  # every constant once, largest first
+    values = [lam for _, lam in path]
+    assert all(a >= b for a, b in zip(values, values[1:]))
+    assert max(a / b for a, b in zip(values, values[1:])) <= 10 ** 0.5 * (1 + 1e-12)
+    assert path_constants(lams, None) == [(1, 1.0), (3, 0.5), (0, 0.01), (2, 0.01)]

@@ -15,6 +15,8 @@ previous margin; measured 3-6x faster than a cold start at lam <= 1e-5 on a kern
 either warm start is used (from 300 unknowns on: kernel features; linear MOM is solved cold).
 Given the margins of a related problem's optimum on the same rows at a constant (a
 neighbouring polynomial kernel cell), the working set starts from those instead.
+Without such margins, constants further apart than `policy.PATH_MAX_RATIO` get intermediate
+constants between them, solved only as warm starts for the next.
 Each result is exact either way: the active-set method stops only when no row contradicts
 the optimality conditions (up to `tol` on the margins).
 """
@@ -26,7 +28,7 @@ import numpy as np
 from .box_active_set import GuessRecord
 from .hinge_rows import HingeRowOperator
 from .hinge_working_set import active_set_from_guess, polish_margin_rows, solve_working_set
-from .policy import path_warm_start
+from .policy import PATH_MAX_RATIO, path_warm_start
 
 #: The active-set method from the previous constant's sets gives up when, after a few steps,
 #: more than this fraction of the rows still change sets per step: its guesses then oscillate
@@ -53,8 +55,10 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
     results: list = [None] * lams.size
     previous = None
     guesses = GuessRecord()  # whether the working set's active-set guesses pay on this path
-    for i in np.argsort(-lams, kind="stable"):
-        lam = float(lams[i])
+    # Without a related problem's margins the path also solves intermediate constants (warm
+    # starts only): smaller steps change the working sets less (RBF kernel grids about 1.5x faster).
+    finer = start_margins is None and path_warm_start(rows.n_vars, rows.n_rows)
+    for i, lam in path_constants(lams, PATH_MAX_RATIO if finer else None):
         if previous is not None and path_warm_start(rows.n_vars, rows.n_rows):
             u = rows.margins(previous)
             margin = np.abs(u - 1.0) <= MARGIN_GUESS
@@ -62,8 +66,9 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
                                              churn_limit=PATH_GUESS_CHURN)
             if w is not None:
                 w = polish_margin_rows(rows, lam, weight, w)
-                results[i] = (w, dict(path="active_set", active_set_steps=steps, rounds=1, working_set=0,
-                                      restricted_solves=0, newton_steps=0, rows=int(rows.n_rows)))
+                if i is not None:
+                    results[i] = (w, dict(path="active_set", active_set_steps=steps, rounds=1, working_set=0,
+                                          restricted_solves=0, newton_steps=0, rows=int(rows.n_rows)))
                 previous = w
                 continue
         # The working set from the previous optimum's rows near the margin: much smaller than a
@@ -74,6 +79,21 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
         start = None if start_margins is None or not path_warm_start(rows.n_vars, rows.n_rows) else start_margins[i]
         w, info = solve_working_set(rows, lam, weight, None, tol, previous if warm else None, band, linear_below,
                                     max_rounds, guesses, start)
-        results[i] = (w, dict(info, path="warm_working_set" if warm else "cold"))
+        if i is not None:
+            results[i] = (w, dict(info, path="warm_working_set" if warm else "cold"))
         previous = w
     return results
+
+
+def path_constants(lams: np.ndarray, max_ratio: float | None) -> list[tuple[int | None, float]]:
+    """The constants in the order the path solves them, largest first, as (index into lams, lam),
+    with intermediate constants (index None) spaced geometrically wherever two neighbours differ
+    by more than max_ratio (None: no intermediate constants)."""
+    path: list = []
+    for i in np.argsort(-lams, kind="stable"):
+        lam = float(lams[i])
+        if path and max_ratio is not None and path[-1][1] > lam > 0:
+            steps = int(np.ceil(np.log(path[-1][1] / lam) / np.log(max_ratio) - 1e-9))
+            path += [(None, float(v)) for v in np.geomspace(path[-1][1], lam, steps + 1)[1:-1]]
+        path.append((int(i), lam))
+    return path

@@ -129,6 +129,13 @@ def adaptive_working_set(n_vars: int) -> bool:
 PATH_WARM_START_MIN_VARS = KERNEL_MIN_VARS
 
 
+# A warm-started path without a related problem's margins steps by at most this ratio between
+# constants (intermediate constants, warm starts only, between grid values further apart): RBF
+# kernel MOM grids 1.5x faster on figure 4's trial 0; polynomial grids, whose later gammas start
+# from the neighbouring gamma's margins, only on their first gamma (docs/benchmarks.md).
+PATH_MAX_RATIO = 10 ** 0.5
+
+
 def path_warm_start(n_vars: int, n_rows: int) -> bool:
     """Whether a regularization path starts each constant from the previous optimum."""
     return n_vars >= PATH_WARM_START_MIN_VARS

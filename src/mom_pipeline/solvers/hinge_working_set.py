@@ -252,9 +252,12 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
     return (w if radius is not None else polish_margin_rows(rows, lam, weight, w)), info
 
 
-def hinge_objective(rows: HingeRowOperator, lam: float, weight: float, w: np.ndarray) -> float:
-    """(lam/2)||w||^2 + weight * sum_i max(0, 1 - h_i'w), evaluated from w itself."""
-    return float(0.5 * lam * w @ w + weight * np.maximum(0.0, 1.0 - rows.margins(w)).sum())
+def hinge_objective(rows: HingeRowOperator, lam: float, weight: float, w: np.ndarray,
+                    margins: np.ndarray | None = None) -> float:
+    """(lam/2)||w||^2 + weight * sum_i max(0, 1 - h_i'w), evaluated from w itself (margins: H w
+    when already at hand)."""
+    margins = rows.margins(w) if margins is None else margins
+    return float(0.5 * lam * w @ w + weight * np.maximum(0.0, 1.0 - margins).sum())
 
 
 def polish_margin_rows(rows: HingeRowOperator, lam: float, weight: float, w: np.ndarray) -> np.ndarray:
@@ -270,11 +273,13 @@ def polish_margin_rows(rows: HingeRowOperator, lam: float, weight: float, w: np.
     if lam >= POLISH_BELOW_LAM:
         return w
     u = rows.margins(w)
-    best, best_value = w, hinge_objective(rows, lam, weight, w)
+    best, best_value = w, hinge_objective(rows, lam, weight, w, u)
+    tried = np.zeros(0, dtype=int)
     for band in POLISH_BANDS:
         rows_on_margin = np.flatnonzero(np.abs(u - 1.0) <= band)
-        if not 0 < rows_on_margin.size <= rows.n_vars:
-            continue
+        if not 0 < rows_on_margin.size <= rows.n_vars or np.array_equal(rows_on_margin, tried):
+            continue  # nothing to polish, a singular system, or the same rows as the wider band
+        tried = rows_on_margin
         try:
             factor = scipy.linalg.cho_factor(rows.gram(rows_on_margin), check_finite=False)
         except np.linalg.LinAlgError:

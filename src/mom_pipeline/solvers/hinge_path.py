@@ -27,7 +27,7 @@ import numpy as np
 
 from .box_active_set import GuessRecord
 from .hinge_rows import HingeRowOperator
-from .hinge_working_set import active_set_from_guess, polish_margin_rows, solve_working_set
+from .hinge_working_set import active_set_from_guess, polish_margin_rows_below, solve_working_set
 from .policy import PATH_MAX_RATIO, path_warm_start
 
 #: The active-set method from the previous constant's sets gives up when, after a few steps,
@@ -65,7 +65,7 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
             w, steps = active_set_from_guess(rows, lam, weight, margin, (u < 1.0) & ~margin, tol,
                                              churn_limit=PATH_GUESS_CHURN)
             if w is not None:
-                w = polish_margin_rows(rows, lam, weight, w)
+                w = polish_margin_rows_below(rows, lam, weight, w)
                 if i is not None:
                     results[i] = (w, dict(path="active_set", active_set_steps=steps, rounds=1, working_set=0,
                                           restricted_solves=0, newton_steps=0, rows=int(rows.n_rows)))

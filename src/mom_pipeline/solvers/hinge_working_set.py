@@ -38,6 +38,8 @@ from .hinge_rows import HingeRowOperator
 from .box_active_set import GuessRecord, box_qp_active_set
 from .hinge_newton import smoothed_hinge_start
 from .interior_point import BoxQPStalled, box_qp, hinge_qp_ipm
+from .margin_polish import (POLISH_BANDS, POLISH_BELOW_LAM, hinge_objective, polish_margin_rows,
+                            restricted_gap, restricted_objective)
 from .policy import BOX_DUAL_GAP, BOX_DUAL_REL_GAP, adaptive_working_set, restricted_qp_method
 
 #: `active_set_from_guess` checks its churn (rows changing sets per step) from this step on.
@@ -46,12 +48,8 @@ CHURN_AFTER_STEPS = 5
 #: at tiny scaled lam (7e-15: RBF kernel MOM, gamma 3, lam 1e-6) a restricted optimum "Solved"
 #: with them left the MOM objective 1.3e-5 above the optimum, with 1e-10 within 2e-8 of cvxpy.
 RESTRICTED_CLARABEL_TOL = 1e-10
-#: Below this (rescaled) lam every solution gets `polish_margin_rows`: the box dual computes the
-#: margins as (shift + G alpha) / lam, whose numerator nearly cancels, so its round-off grows
-#: like 1/lam (RBF kernel MOM at lam 1e-6, scaled 2e-14: 3.3e-6 above the optimum).
-POLISH_BELOW_LAM = 1e-12
-#: Rows within this of the margin are the ones `polish_margin_rows` puts exactly on it.
-POLISH_BANDS = (1e-4, 1e-6)
+#: Bands of `polish_margin_rows` for a stalled box dual's point, whose margins can be off by 1e-3.
+STALLED_POLISH_BANDS = (1e-3, 1e-4, 1e-6)
 
 
 def restricted_qp(rows: HingeRowOperator, lam: float, weight: float, working: np.ndarray, linear: np.ndarray,
@@ -102,7 +100,7 @@ def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, workin
         except RuntimeError:
             pass
     if method == "box_dual":
-        found = _box_dual(rows, index, gradient, lam, weight, gram, shift, offset)
+        found = _box_dual(rows, index, gradient, lam, weight, gram, shift, offset, int(linear.sum()))
         if found is not None:
             return found
         # Clarabel is the fallback of both custom paths
@@ -113,17 +111,19 @@ def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, workin
         # rows, 105 unknowns, lam 1e-13 in a polynomial kernel cell of degree 1), where the
         # certified box dual (every multiplier at a bound: a zero duality gap) has the answer.
         found = None if method == "box_dual" or radius is not None else _box_dual(rows, index, gradient, lam,
-                                                                                   weight, gram, shift, offset)
+                                                                                   weight, gram, shift, offset,
+                                                                                   int(linear.sum()))
         if found is None:
             raise
         return found
 
 
 def _box_dual(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, lam: float, weight: float,
-              gram: np.ndarray | None, shift: np.ndarray | None, offset: float) -> tuple[np.ndarray, np.ndarray] | None:
+              gram: np.ndarray | None, shift: np.ndarray | None, offset: float,
+              n_linear: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(w, alpha) of the restricted QP through its dual, a box QP over the working rows with their
     k x k Gram matrix (certified by its duality gap, BOX_DUAL_GAP, or BOX_DUAL_REL_GAP of the MOM
-    objective -(f + offset)), or None when it stalls."""
+    objective -(f + offset)), or None when it stalls. n_linear: the rows folded into gradient."""
     if gram is None:
         gram, shift = rows.gram(index), rows.margins_of(index, gradient)
     Q, c = gram / lam, shift / lam - 1.0
@@ -135,7 +135,26 @@ def _box_dual(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, l
         # its bound: RBF kernel MOM, 5 of 56 box QPs of a cell): the active sets of its last
         # point are a close guess, cheaper to finish than Clarabel (1.4 s each).
         status = np.where(stalled.iterate <= 1e-6 * weight, -1, np.where(stalled.iterate >= (1 - 1e-6) * weight, 1, 0))
-        return _box_dual_from_guess(rows, index, gradient, lam, weight, Q, c, status, offset)
+        found = _box_dual_from_guess(rows, index, gradient, lam, weight, Q, c, status, offset)
+        return found if found is not None else _polished_stall(rows, index, gradient, lam, weight, stalled.iterate,
+                                                                n_linear)
+
+
+def _polished_stall(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, lam: float, weight: float,
+                    alpha: np.ndarray, n_linear: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(w, alpha) from a stalled box dual's last point when its polished w is certified, else None.
+
+    At tiny scaled lam (wide RBF kernels at lam <= 1e-5: 1e-15 to 1e-13) the box dual stalls on
+    restricted QPs of 100-250 rows because its objective cancels; they went to Clarabel on the
+    primal (thousands of unknowns, 0.2-3.5 s each). The stalled point's w, with its margin rows
+    polished, has a gap (`margin_polish.restricted_gap`) that needs no cancelling difference; it
+    is accepted below BOX_DUAL_REL_GAP of the MOM objective, P(w) plus the linear rows' weight."""
+    alpha = np.clip(alpha, 0.0, weight)
+    w = (gradient + rows.weighted_sum_of(index, alpha)) / lam
+    w = polish_margin_rows(rows, lam, weight, w, index, gradient, STALLED_POLISH_BANDS)
+    scale = restricted_objective(rows, lam, weight, w, index, gradient) + weight * n_linear
+    gap = restricted_gap(rows, lam, weight, w, alpha, index, gradient)
+    return (w, alpha) if np.isfinite(gap) and gap <= max(BOX_DUAL_GAP, BOX_DUAL_REL_GAP * abs(scale)) else None
 
 
 def _box_dual_from_guess(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, lam: float, weight: float,
@@ -202,7 +221,7 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
         if w is not None:
             info = dict(rounds=1, working_set=0, linear_rows=int((rows.margins(w) < 1.0).sum()), restricted_solves=0,
                         newton_steps=int(newton_steps), active_set_steps=active_steps, rows=int(rows.n_rows))
-            return polish_margin_rows(rows, lam, weight, w), info
+            return polish_margin_rows_below(rows, lam, weight, w), info
     # Rows far below the margin at the start are assumed violated (linear). With a weak
     # regularizer that assumption lets the restricted optimum jump far (its linear pull is
     # only held back by lam); a jump shows as many broken rows, and then fewer rows are
@@ -249,47 +268,13 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
     info = dict(rounds=round_, working_set=int(working.sum()), linear_rows=int(linear.sum()),
                 restricted_solves=int(solves), newton_steps=int(newton_steps), rows=int(rows.n_rows),
                 dropped_rows=int(pinned.sum()))
-    return (w if radius is not None else polish_margin_rows(rows, lam, weight, w)), info
+    return (w if radius is not None else polish_margin_rows_below(rows, lam, weight, w)), info
 
 
-def hinge_objective(rows: HingeRowOperator, lam: float, weight: float, w: np.ndarray,
-                    margins: np.ndarray | None = None) -> float:
-    """(lam/2)||w||^2 + weight * sum_i max(0, 1 - h_i'w), evaluated from w itself (margins: H w
-    when already at hand)."""
-    margins = rows.margins(w) if margins is None else margins
-    return float(0.5 * lam * w @ w + weight * np.maximum(0.0, 1.0 - margins).sum())
-
-
-def polish_margin_rows(rows: HingeRowOperator, lam: float, weight: float, w: np.ndarray) -> np.ndarray:
-    """w, or w moved to put its margin rows exactly on the margin when that lowers the objective.
-
-    Below POLISH_BELOW_LAM the dual solvers return w = (gradient + H'alpha) / lam with margins
-    good to about 1e-5 only (their numerator cancels). The step w + H_E' delta with
-    G_EE delta = 1 - H_E w (E: the rows within a band of the margin) sets those margins to 1
-    from the primal residual, with no division by lam, and keeps w in the span of the rows,
-    as the optimality conditions want it. It is kept only if the objective, evaluated from w
-    itself, falls: the result is never worse than w.
-    """
-    if lam >= POLISH_BELOW_LAM:
-        return w
-    u = rows.margins(w)
-    best, best_value = w, hinge_objective(rows, lam, weight, w, u)
-    tried = np.zeros(0, dtype=int)
-    for band in POLISH_BANDS:
-        rows_on_margin = np.flatnonzero(np.abs(u - 1.0) <= band)
-        if not 0 < rows_on_margin.size <= rows.n_vars or np.array_equal(rows_on_margin, tried):
-            continue  # nothing to polish, a singular system, or the same rows as the wider band
-        tried = rows_on_margin
-        try:
-            factor = scipy.linalg.cho_factor(rows.gram(rows_on_margin), check_finite=False)
-        except np.linalg.LinAlgError:
-            continue
-        delta = scipy.linalg.cho_solve(factor, 1.0 - u[rows_on_margin], check_finite=False)
-        polished = w + rows.weighted_sum_of(rows_on_margin, delta)
-        value = hinge_objective(rows, lam, weight, polished)
-        if np.isfinite(value) and value < best_value:
-            best, best_value = polished, value
-    return best
+def polish_margin_rows_below(rows: HingeRowOperator, lam: float, weight: float, w: np.ndarray) -> np.ndarray:
+    """`margin_polish.polish_margin_rows` over every row below POLISH_BELOW_LAM (the dual solvers'
+    margins are good to about 1e-5 only there), else w."""
+    return polish_margin_rows(rows, lam, weight, w) if lam < POLISH_BELOW_LAM else w
 
 
 def active_set_guess(u: np.ndarray, working: np.ndarray, alpha: np.ndarray | None, weight: float,

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import mom_pipeline.solvers.hinge_working_set as hinge_working_set
+from mom_pipeline.solvers import margin_polish
 from mom_pipeline.methods.kernels import KernelMOM
 from mom_pipeline.methods.mom_problem import MOMHingeRows, operators_of_bases
 from mom_pipeline.methods.tuning import validation_split
@@ -59,7 +60,7 @@ def test_polish_puts_margin_rows_on_the_margin_and_never_raises_the_objective(kn
     optimum's; polishing the optimum itself does not raise its objective."""
     rows = knapsack_rows
     lam, weight = 1e-13, 1.0 / rows.T
-    assert lam < hinge_working_set.POLISH_BELOW_LAM
+    assert lam < margin_polish.POLISH_BELOW_LAM
     w, _ = hinge_working_set.solve_working_set(rows, lam, weight, None, 1e-8, None, 1e-2, 1e-2, 100)
     on_margin = np.flatnonzero(np.abs(rows.margins(w) - 1.0) <= 1e-9)
     assert on_margin.size > 0
@@ -67,14 +68,14 @@ def test_polish_puts_margin_rows_on_the_margin_and_never_raises_the_objective(kn
     moved = w + step * (1e-6 / np.abs(rows.margins(step)[on_margin]).max())
 
     def objective(v):
-        return hinge_working_set.hinge_objective(rows, lam, weight, v)
+        return margin_polish.hinge_objective(rows, lam, weight, v)
 
     assert objective(moved) > objective(w)
-    polished = hinge_working_set.polish_margin_rows(rows, lam, weight, moved)
+    polished = margin_polish.polish_margin_rows(rows, lam, weight, moved)
     assert np.abs(rows.margins(polished)[on_margin] - 1.0).max() <= 1e-9
     assert objective(polished) <= objective(moved)
     assert objective(polished) == pytest.approx(objective(w), rel=1e-9)
-    assert objective(hinge_working_set.polish_margin_rows(rows, lam, weight, w)) <= objective(w)
+    assert objective(margin_polish.polish_margin_rows(rows, lam, weight, w)) <= objective(w)
 
 
 def test_path_constants_insert_warm_starts_between_distant_constants():

@@ -38,8 +38,7 @@ from .hinge_rows import HingeRowOperator
 from .box_active_set import GuessRecord, box_qp_active_set
 from .hinge_newton import smoothed_hinge_start
 from .interior_point import BoxQPStalled, box_qp, hinge_qp_ipm
-from .margin_polish import (POLISH_BANDS, POLISH_BELOW_LAM, hinge_objective, polish_margin_rows,
-                            restricted_gap, restricted_objective)
+from .margin_polish import POLISH_BELOW_LAM, polish_margin_rows, restricted_gap, restricted_objective
 from .policy import BOX_DUAL_GAP, BOX_DUAL_REL_GAP, adaptive_working_set, restricted_qp_method
 
 #: `active_set_from_guess` checks its churn (rows changing sets per step) from this step on.

@@ -117,6 +117,12 @@ def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, workin
         return found
 
 
+def _primal_point(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, lam: float,
+                  alpha: np.ndarray) -> np.ndarray:
+    """w = (gradient + H_W' alpha) / lam: the restricted QP's primal point of box-dual multipliers."""
+    return (gradient + rows.weighted_sum_of(index, alpha)) / lam
+
+
 def _box_dual(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, lam: float, weight: float,
               gram: np.ndarray | None, shift: np.ndarray | None, offset: float,
               n_linear: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -128,7 +134,7 @@ def _box_dual(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, l
     Q, c = gram / lam, shift / lam - 1.0
     try:
         alpha = box_qp(Q, c, weight, gap_tol=BOX_DUAL_GAP, gap_rel=BOX_DUAL_REL_GAP, offset=offset)
-        return (gradient + rows.weighted_sum_of(index, alpha)) / lam, alpha
+        return _primal_point(rows, index, gradient, lam, alpha), alpha
     except BoxQPStalled as stalled:
         # Round-off stopped the interior-point method near the optimum (a multiplier on
         # its bound: RBF kernel MOM, 5 of 56 box QPs of a cell): the active sets of its last
@@ -149,7 +155,7 @@ def _polished_stall(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndar
     polished, has a gap (`margin_polish.restricted_gap`) that needs no cancelling difference; it
     is accepted below BOX_DUAL_REL_GAP of the MOM objective, P(w) plus the linear rows' weight."""
     alpha = np.clip(alpha, 0.0, weight)
-    w = (gradient + rows.weighted_sum_of(index, alpha)) / lam
+    w = _primal_point(rows, index, gradient, lam, alpha)
     w = polish_margin_rows(rows, lam, weight, w, index, gradient, STALLED_POLISH_BANDS)
     scale = restricted_objective(rows, lam, weight, w, index, gradient) + weight * n_linear
     gap = restricted_gap(rows, lam, weight, w, alpha, index, gradient)
@@ -164,7 +170,7 @@ def _box_dual_from_guess(rows: HingeRowOperator, index: np.ndarray, gradient: np
     None when that gives up."""
     alpha, _ = box_qp_active_set(Q, c, weight, status, BOX_DUAL_GAP, offset=offset,
                                  max_free=rows.n_vars)
-    return None if alpha is None else ((gradient + rows.weighted_sum_of(index, alpha)) / lam, alpha)
+    return None if alpha is None else (_primal_point(rows, index, gradient, lam, alpha), alpha)
 
 
 def _restricted_clarabel(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, lam: float,
@@ -332,7 +338,7 @@ def active_set_from_guess(rows: HingeRowOperator, lam: float, weight: float, mar
                 return None, step
             if not np.allclose(gram @ alpha, rhs, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(rhs).max())):
                 return None, step  # numerically singular: the margin rows are not independent
-        w = (gradient + rows.weighted_sum_of(index, alpha)) / lam
+        w = _primal_point(rows, index, gradient, lam, alpha)
         u = rows.margins(w)
         if index.size and np.abs(u[index] - 1.0).max() > tol:
             # The guessed margin rows are off the margin: the system was solved inaccurately

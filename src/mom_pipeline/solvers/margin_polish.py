@@ -60,7 +60,8 @@ def polish_margin_rows(rows: HingeRowOperator, lam: float, weight: float, w: np.
     best, best_value = w, restricted_objective(rows, lam, weight, w, index, gradient, u)
     tried = np.zeros(0, dtype=int)
     for band in bands:
-        on_margin = index[np.abs(u - 1.0) <= band]
+        near = np.abs(u - 1.0) <= band
+        on_margin = index[near]
         if not 0 < on_margin.size <= rows.n_vars or np.array_equal(on_margin, tried):
             continue  # nothing to polish, a singular system, or the same rows as the wider band
         tried = on_margin
@@ -68,7 +69,7 @@ def polish_margin_rows(rows: HingeRowOperator, lam: float, weight: float, w: np.
             factor = scipy.linalg.cho_factor(rows.gram(on_margin), check_finite=False)
         except np.linalg.LinAlgError:
             continue
-        delta = scipy.linalg.cho_solve(factor, 1.0 - u[np.abs(u - 1.0) <= band], check_finite=False)
+        delta = scipy.linalg.cho_solve(factor, 1.0 - u[near], check_finite=False)
         polished = w + rows.weighted_sum_of(on_margin, delta)
         value = restricted_objective(rows, lam, weight, polished, index, gradient)
         if np.isfinite(value) and value < best_value:

@@ -68,9 +68,7 @@ def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, workin
     `guesses` (the record of earlier guesses on the same path) says it does not pay."""
     p = rows.n_vars
     gradient = weight * rows.weighted_sum(linear.astype(float))
-    # The restricted QP leaves out the linear rows' constant (weight each); with it, -(f + offset)
-    # of its box dual is the MOM objective's dual value: the scale of the box dual's relative stops.
-    offset = gradient @ gradient / (2.0 * lam) - weight * float(linear.sum())
+    n_linear = int(linear.sum())
     if not working.any():
         # Closed form: the unconstrained minimizer, projected onto the ball.
         w = gradient / lam
@@ -88,7 +86,7 @@ def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, workin
         # the policy picks runs.
         gram, shift = rows.gram(index), rows.margins_of(index, gradient)
         found = _box_dual_from_guess(rows, index, gradient, lam, weight, gram / lam, shift / lam - 1.0, status[index],
-                                     offset)
+                                     n_linear)
         if guesses is not None:
             guesses.record(found is not None)
         if found is not None:
@@ -99,7 +97,7 @@ def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, workin
         except RuntimeError:
             pass
     if method == "box_dual":
-        found = _box_dual(rows, index, gradient, lam, weight, gram, shift, offset, int(linear.sum()))
+        found = _box_dual(rows, index, gradient, lam, weight, gram, shift, n_linear)
         if found is not None:
             return found
         # Clarabel is the fallback of both custom paths
@@ -110,8 +108,7 @@ def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, workin
         # rows, 105 unknowns, lam 1e-13 in a polynomial kernel cell of degree 1), where the
         # certified box dual (every multiplier at a bound: a zero duality gap) has the answer.
         found = None if method == "box_dual" or radius is not None else _box_dual(rows, index, gradient, lam,
-                                                                                   weight, gram, shift, offset,
-                                                                                   int(linear.sum()))
+                                                                                   weight, gram, shift, n_linear)
         if found is None:
             raise
         return found
@@ -123,24 +120,32 @@ def _primal_point(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarra
     return (gradient + rows.weighted_sum_of(index, alpha)) / lam
 
 
+def _dual_offset(gradient: np.ndarray, lam: float, weight: float, n_linear: int) -> float:
+    """The constant that makes -(f + offset) of the box dual the MOM objective's dual value: the
+    restricted QP leaves out the n_linear violated rows' constant (weight each). The scale of the
+    box dual's relative stops."""
+    return gradient @ gradient / (2.0 * lam) - weight * n_linear
+
+
 def _box_dual(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, lam: float, weight: float,
-              gram: np.ndarray | None, shift: np.ndarray | None, offset: float,
+              gram: np.ndarray | None, shift: np.ndarray | None,
               n_linear: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(w, alpha) of the restricted QP through its dual, a box QP over the working rows with their
     k x k Gram matrix (certified by its duality gap, BOX_DUAL_GAP, or BOX_DUAL_REL_GAP of the MOM
-    objective -(f + offset)), or None when it stalls. n_linear: the rows folded into gradient."""
+    objective -(f + `_dual_offset`)), or None when it stalls. n_linear: the rows folded into gradient."""
     if gram is None:
         gram, shift = rows.gram(index), rows.margins_of(index, gradient)
     Q, c = gram / lam, shift / lam - 1.0
     try:
-        alpha = box_qp(Q, c, weight, gap_tol=BOX_DUAL_GAP, gap_rel=BOX_DUAL_REL_GAP, offset=offset)
+        alpha = box_qp(Q, c, weight, gap_tol=BOX_DUAL_GAP, gap_rel=BOX_DUAL_REL_GAP,
+                       offset=_dual_offset(gradient, lam, weight, n_linear))
         return _primal_point(rows, index, gradient, lam, alpha), alpha
     except BoxQPStalled as stalled:
         # Round-off stopped the interior-point method near the optimum (a multiplier on
         # its bound: RBF kernel MOM, 5 of 56 box QPs of a cell): the active sets of its last
         # point are a close guess, cheaper to finish than Clarabel (1.4 s each).
         status = np.where(stalled.iterate <= 1e-6 * weight, -1, np.where(stalled.iterate >= (1 - 1e-6) * weight, 1, 0))
-        found = _box_dual_from_guess(rows, index, gradient, lam, weight, Q, c, status, offset)
+        found = _box_dual_from_guess(rows, index, gradient, lam, weight, Q, c, status, n_linear)
         return found if found is not None else _polished_stall(rows, index, gradient, lam, weight, stalled.iterate,
                                                                 n_linear)
 
@@ -164,12 +169,12 @@ def _polished_stall(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndar
 
 def _box_dual_from_guess(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, lam: float, weight: float,
                          Q: np.ndarray, c: np.ndarray, status: np.ndarray,
-                         offset: float) -> tuple[np.ndarray, np.ndarray] | None:
+                         n_linear: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(w, alpha) of the restricted QP from the box dual min 0.5 a'Qa + c'a, 0 <= a <= weight,
     solved by `box_qp_active_set` from a guess of its active sets (status per working row), or
     None when that gives up."""
-    alpha, _ = box_qp_active_set(Q, c, weight, status, BOX_DUAL_GAP, offset=offset,
-                                 max_free=rows.n_vars)
+    alpha, _ = box_qp_active_set(Q, c, weight, status, BOX_DUAL_GAP,
+                                 offset=_dual_offset(gradient, lam, weight, n_linear), max_free=rows.n_vars)
     return None if alpha is None else (_primal_point(rows, index, gradient, lam, alpha), alpha)
 
 

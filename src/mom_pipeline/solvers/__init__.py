@@ -6,6 +6,7 @@
   free local variables (MOM's dual formulation), by Newton steps that eliminate block by block;
 * `hinge_path.solve_hinge_path`: the hinge QP over a path of regularization constants;
 * `interior_point`: dense primal-dual interior-point methods for a box QP and a hinge QP;
+* `dense_cholesky`: their Cholesky factorizations of row-major symmetric matrices, without copies;
 * `clarabel_qp.solve_clarabel`: the mature conic solver with retries and a clear error;
 * `policy`: which of these a problem of a given shape goes to, with the thresholds.
 """

@@ -26,8 +26,8 @@ the duality gap, is below gap_tol * max(|objective|, GAP_FLOOR).
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 
+from .dense_cholesky import cho_factor_symmetric, cho_solve_factor
 from .interior_point import longest_step
 
 # Newton steps factor the blocks in chunks of about this many bytes of temporaries.
@@ -101,14 +101,14 @@ def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int |
         R_inverse[part] = np.linalg.inv(R[:, :q])
     schur = schur.reshape(n, n, d, d).transpose(0, 2, 1, 3).reshape(n * d, n * d)
     schur[np.diag_indices(n * d)] += lam
-    factor = scipy.linalg.cho_factor(schur)
+    factor = cho_factor_symmetric(schur, overwrite=True)
     R_inverse_T = np.swapaxes(R_inverse, 1, 2)
     QtB_T = np.swapaxes(QtB, 1, 2)
 
     def solve(b_W: np.ndarray, b_U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         v = R_inverse_T @ b_U[:, :, None]  # R'^-1 b_U, (T, q, 1)
         rhs = b_W - (QtB_T @ v)[..., 0].T @ Z
-        d_W = scipy.linalg.cho_solve(factor, rhs.ravel()).reshape(n, d)
+        d_W = cho_solve_factor(factor, rhs.ravel()).reshape(n, d)
         d_U = (R_inverse @ (v - QtB @ (Z @ d_W.T)[:, :, None]))[..., 0]
         return d_W, d_U
 

@@ -25,6 +25,7 @@ import warnings
 import numpy as np
 import scipy.linalg
 
+from .dense_cholesky import cho_factor_symmetric, cho_solve_factor
 from .interior_point import box_gap_of_gradient
 
 #: Bounds on a (times upper) and on the gradient (margin units) within which a row keeps its set.
@@ -66,7 +67,7 @@ class FreeBlock:
 
     def __init__(self, Q: np.ndarray, base: np.ndarray):
         self.Q, self.base = Q, base
-        self.factor = scipy.linalg.cho_factor(Q[np.ix_(base, base)], check_finite=False)
+        self.factor = cho_factor_symmetric(Q[np.ix_(base, base)], overwrite=True)
         self.position = np.full(Q.shape[0], -1)
         self.position[base] = np.arange(base.size)
 
@@ -84,13 +85,13 @@ class FreeBlock:
         removed = np.flatnonzero(~kept)  # positions in the base
         rhs_base = np.zeros(self.base.size)
         rhs_base[self.position[free[in_base]]] = rhs[in_base]
-        y = scipy.linalg.cho_solve(self.factor, rhs_base, check_finite=False)
+        y = cho_solve_factor(self.factor, rhs_base)
         x = np.empty(free.size)
         if added.size + removed.size:
             border = np.zeros((self.base.size, added.size + removed.size))
             border[:, :added.size] = self.Q[np.ix_(self.base, added)]
             border[removed, added.size + np.arange(removed.size)] = 1.0
-            solved = scipy.linalg.cho_solve(self.factor, border, check_finite=False)
+            solved = cho_solve_factor(self.factor, border)
             schur = -border.T @ solved
             schur[:added.size, :added.size] += self.Q[np.ix_(added, added)]
             target = np.concatenate([rhs[~in_base], np.zeros(removed.size)]) - border.T @ y

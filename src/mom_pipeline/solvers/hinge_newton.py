@@ -11,6 +11,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg
 
+from .dense_cholesky import cho_factor_symmetric, cho_solve_factor
 from .hinge_rows import HingeRowOperator
 from .policy import newton_system
 
@@ -21,7 +22,7 @@ def solve_positive(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
         try:
-            return scipy.linalg.cho_solve(scipy.linalg.cho_factor(matrix), rhs)
+            return cho_solve_factor(cho_factor_symmetric(matrix), rhs)
         except np.linalg.LinAlgError:
             return np.linalg.lstsq(matrix, rhs, rcond=None)[0]
 

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import clarabel
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
 
 from .clarabel_qp import ball_block, solve_clarabel
 from .hinge_rows import HingeRowOperator
 from .box_active_set import GuessRecord, box_qp_active_set
+from .dense_cholesky import cho_factor_symmetric, cho_solve_factor
 from .hinge_newton import smoothed_hinge_start
 from .interior_point import BoxQPStalled, box_qp, hinge_qp_ipm
 from .margin_polish import POLISH_BELOW_LAM, polish_margin_rows, restricted_gap, restricted_objective
@@ -338,7 +338,7 @@ def active_set_from_guess(rows: HingeRowOperator, lam: float, weight: float, mar
             gram = rows.gram(index)
             rhs = lam - rows.margins_of(index, gradient)
             try:
-                alpha = scipy.linalg.cho_solve(scipy.linalg.cho_factor(gram), rhs)
+                alpha = cho_solve_factor(cho_factor_symmetric(gram), rhs)
             except np.linalg.LinAlgError:
                 return None, step
             if not np.allclose(gram @ alpha, rhs, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(rhs).max())):

@@ -6,7 +6,7 @@ p x p Newton systems, stopped by a duality-gap certificate)."""
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
+from .dense_cholesky import cho_factor_symmetric, cho_solve_factor
 
 
 def longest_step(*pairs) -> float:
@@ -63,6 +63,7 @@ def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_it
     z_low = np.ones(k)
     z_up = np.ones(k)
     fallback = None
+    diagonal = np.diag_indices(k)
     for _ in range(max_iter):
         gap_up = upper - a
         residual = Q @ a + c - z_low + z_up
@@ -80,17 +81,19 @@ def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_it
             # breaks down on the bounds.
             fallback = a
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            system = Q + np.diag(z_low / a + z_up / gap_up)
-        if not np.isfinite(system).all():
+            barrier = z_low / a + z_up / gap_up
+        if not np.isfinite(barrier).all():
             break
+        system = Q.copy()
+        system[diagonal] += barrier
         try:
-            factor = scipy.linalg.cho_factor(system)
+            factor = cho_factor_symmetric(system, overwrite=True)
         except np.linalg.LinAlgError:
             break
 
         def direction(target, corr_low, corr_up):
             rhs = -residual + (target - a * z_low - corr_low) / a - (target - gap_up * z_up - corr_up) / gap_up
-            d_a = scipy.linalg.cho_solve(factor, rhs)
+            d_a = cho_solve_factor(factor, rhs)
             d_low = (target - a * z_low - corr_low - z_low * d_a) / a
             d_up = (target - gap_up * z_up - corr_up + z_up * d_a) / gap_up
             return d_a, d_low, d_up
@@ -152,7 +155,7 @@ def hinge_qp_ipm(H: np.ndarray, g: np.ndarray, lam: float, weight: float, gap_to
         system = (H.T * (1.0 / e)) @ H
         system[np.diag_indices(p)] += lam
         try:
-            factor = scipy.linalg.cho_factor(system)
+            factor = cho_factor_symmetric(system, overwrite=True)
         except np.linalg.LinAlgError:
             break
 
@@ -160,7 +163,7 @@ def hinge_qp_ipm(H: np.ndarray, g: np.ndarray, lam: float, weight: float, gap_to
             rc_t = target - t * alpha - corr_t
             rc_s = target - s * nu - corr_s
             rho = -r_t - (rc_s - s * r_nu) / nu + rc_t / alpha
-            d_w = scipy.linalg.cho_solve(factor, -r_w + H.T @ (rho / e))
+            d_w = cho_solve_factor(factor, -r_w + H.T @ (rho / e))
             d_alpha = (rho - H @ d_w) / e
             d_nu = r_nu - d_alpha
             return d_w, d_alpha, d_nu, (rc_t - t * d_alpha) / alpha, (rc_s - s * d_nu) / nu

@@ -18,8 +18,8 @@ cancellation, divided by lam). `polish_margin_rows` repairs the margins from the
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 
+from .dense_cholesky import cho_factor_symmetric, cho_solve_factor
 from .hinge_rows import HingeRowOperator
 
 #: Below this (rescaled) lam the working-set method's solutions get `polish_margin_rows` (RBF
@@ -66,10 +66,10 @@ def polish_margin_rows(rows: HingeRowOperator, lam: float, weight: float, w: np.
             continue  # nothing to polish, a singular system, or the same rows as the wider band
         tried = on_margin
         try:
-            factor = scipy.linalg.cho_factor(rows.gram(on_margin), check_finite=False)
+            factor = cho_factor_symmetric(rows.gram(on_margin), overwrite=True)
         except np.linalg.LinAlgError:
             continue
-        delta = scipy.linalg.cho_solve(factor, 1.0 - u[near], check_finite=False)
+        delta = cho_solve_factor(factor, 1.0 - u[near])
         polished = w + rows.weighted_sum_of(on_margin, delta)
         value = restricted_objective(rows, lam, weight, polished, index, gradient)
         if np.isfinite(value) and value < best_value:

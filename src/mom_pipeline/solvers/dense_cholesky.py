@@ -1,0 +1,53 @@
+"""Cholesky factorization of the dense symmetric matrices the solvers build, without copies.
+
+`scipy.linalg.cho_factor` scans its input for non-finite values and hands LAPACK a column-major
+array, so the row-major (C-ordered) matrices numpy builds (Gram matrices, Q + diag(d), H'E^-1 H)
+are copied first. A symmetric row-major matrix is its own transpose: its transposed view is
+already column-major and goes to LAPACK as it is (`cho_factor_symmetric`), and a non-finite
+entry shows on the factor's diagonal, which is checked instead of the whole matrix. With the
+diagonal added in place (`interior_point.box_qp`), one Newton system of the box-QP method is
+built and factored 2.6x faster at k = 250 and 1.3x at k = 2000 (`benchmarks/dense_cholesky.py`).
+The factor is used with `scipy.linalg.cho_solve` as before (`cho_solve_factor` skips its scan).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+from scipy.linalg import lapack
+
+
+def cho_factor_symmetric(matrix: np.ndarray, overwrite: bool = False) -> tuple[np.ndarray, bool]:
+    """(factor, lower) of a symmetric positive definite matrix, for `scipy.linalg.cho_solve`.
+
+    The lower triangle of a row-major matrix (its upper one when column-major) is read; a
+    matrix that is not exactly symmetric is factored as that triangle's symmetric completion,
+    as LAPACK does. overwrite: the matrix may be destroyed (no copy at all).
+
+    Raises:
+        numpy.linalg.LinAlgError: the matrix is not positive definite, or it holds non-finite
+            values (they reach the factor's diagonal: every entry of the triangle feeds one).
+    """
+    matrix = np.asarray(matrix, dtype=float)
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise ValueError(f"expected a square matrix, got shape {matrix.shape}")
+    if matrix.flags.c_contiguous:
+        column_major = matrix.T  # the same symmetric matrix, column-major, no copy
+    elif matrix.flags.f_contiguous:
+        column_major = matrix
+    else:
+        column_major, overwrite = np.asfortranarray(matrix), True
+    factor, info = lapack.dpotrf(column_major, lower=False, overwrite_a=overwrite, clean=False)
+    if info > 0:
+        raise np.linalg.LinAlgError(f"{info}-th leading minor not positive definite")
+    if info < 0:
+        raise ValueError(f"illegal value in argument {-info} of the LAPACK routine dpotrf")
+    if not np.isfinite(np.diagonal(factor)).all():
+        raise np.linalg.LinAlgError("the matrix holds non-finite values")
+    return factor, False
+
+
+def cho_solve_factor(factor: tuple[np.ndarray, bool], rhs: np.ndarray) -> np.ndarray:
+    """factor^{-1} rhs for a factor of `cho_factor_symmetric` (no finiteness scan: the factor is
+    finite by construction)."""
+    return scipy.linalg.cho_solve(factor, rhs, check_finite=False)

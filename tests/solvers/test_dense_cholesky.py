@@ -45,6 +45,10 @@ def test_indefinite_and_non_finite_matrices_raise_linalg_error():
             cho_factor_symmetric(matrix)
 
 
+def test_empty_systems_solve_to_empty():
+    assert cho_solve_factor(cho_factor_symmetric(np.zeros((0, 0))), np.zeros(0)).shape == (0,)
+
+
 def test_non_square_input_is_refused():
     with pytest.raises(ValueError, match="square"):
         cho_factor_symmetric(np.ones((3, 4)))

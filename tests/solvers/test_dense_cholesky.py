@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from mom_pipeline.solvers.dense_cholesky import cho_factor_symmetric, cho_solve_factor
+from mom_pipeline.solvers.dense_cholesky import cho_factor_gram, cho_factor_symmetric, cho_solve_factor
 
 
 def _spd(k: int, seed: int = 0) -> np.ndarray:
@@ -43,6 +43,16 @@ def test_indefinite_and_non_finite_matrices_raise_linalg_error():
         matrix[7, 3] = matrix[3, 7] = bad
         with pytest.raises(np.linalg.LinAlgError):
             cho_factor_symmetric(matrix)
+
+
+@pytest.mark.parametrize("shape", [(300, 40), (25, 60)])  # more rows than columns, and fewer
+def test_gram_factor_solves_the_shifted_normal_equations(shape):
+    rows = np.random.default_rng(5).standard_normal(shape)
+    rhs = np.random.default_rng(6).standard_normal(shape[1])
+    expected = np.linalg.solve(rows.T @ rows + 0.3 * np.eye(shape[1]), rhs)
+    assert np.allclose(cho_solve_factor(cho_factor_gram(rows, 0.3), rhs), expected, rtol=1e-9, atol=1e-12)
+    with pytest.raises(np.linalg.LinAlgError):  # fewer rows than columns and no shift: singular
+        cho_factor_gram(rows[: shape[1] // 2], 0.0)
 
 
 def test_empty_systems_solve_to_empty():

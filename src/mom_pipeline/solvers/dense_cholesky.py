@@ -13,7 +13,7 @@ Solves with the factor go to LAPACK directly too (`cho_solve_factor`).
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import lapack
+from scipy.linalg import blas, lapack
 
 
 def cho_factor_symmetric(matrix: np.ndarray, overwrite: bool = False) -> tuple[np.ndarray, bool]:
@@ -44,6 +44,21 @@ def cho_factor_symmetric(matrix: np.ndarray, overwrite: bool = False) -> tuple[n
     if not np.isfinite(np.diagonal(factor)).all():
         raise np.linalg.LinAlgError("the matrix holds non-finite values")
     return factor, False
+
+
+def cho_factor_gram(rows: np.ndarray, shift: float) -> tuple[np.ndarray, bool]:
+    """(factor, lower) of rows' rows + shift * I (rows: (k, p), shift >= 0), for `cho_solve_factor`.
+
+    The p x p matrix is formed by BLAS's symmetric rank-k update (one triangle: half the
+    multiplications of rows.T @ rows) directly in column-major order, and factored in place.
+
+    Raises:
+        numpy.linalg.LinAlgError: not positive definite, or non-finite.
+    """
+    rows = np.asarray(rows, dtype=float)
+    system = blas.dsyrk(1.0, rows.T, trans=0, lower=0)  # rows.T: (p, k), column-major view
+    system[np.diag_indices(system.shape[0])] += shift
+    return cho_factor_symmetric(system, overwrite=True)
 
 
 def cho_solve_factor(factor: tuple[np.ndarray, bool], rhs: np.ndarray) -> np.ndarray:

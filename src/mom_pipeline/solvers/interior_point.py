@@ -6,7 +6,7 @@ p x p Newton systems, stopped by a duality-gap certificate)."""
 from __future__ import annotations
 
 import numpy as np
-from .dense_cholesky import cho_factor_symmetric, cho_solve_factor
+from .dense_cholesky import cho_factor_gram, cho_factor_symmetric, cho_solve_factor
 
 
 def longest_step(*pairs) -> float:
@@ -153,10 +153,8 @@ def hinge_qp_ipm(H: np.ndarray, g: np.ndarray, lam: float, weight: float, gap_to
         e = s / nu + t / alpha
         if not (np.isfinite(e).all() and e.min() > 0):
             break
-        system = (H.T * (1.0 / e)) @ H
-        system[np.diag_indices(p)] += lam
         try:
-            factor = cho_factor_symmetric(system, overwrite=True)
+            factor = cho_factor_gram(H / np.sqrt(e)[:, None], lam)  # H' E^-1 H + lam I
         except np.linalg.LinAlgError:
             break
 

@@ -17,7 +17,8 @@ from scipy.linalg import blas, lapack
 
 
 def cho_factor_symmetric(matrix: np.ndarray, overwrite: bool = False) -> tuple[np.ndarray, bool]:
-    """(factor, lower) of a symmetric positive definite matrix, for `scipy.linalg.cho_solve`.
+    """(factor, lower) of a symmetric positive definite matrix, for `cho_solve_factor` (or
+    `scipy.linalg.cho_solve`: the same pair `scipy.linalg.cho_factor` returns).
 
     The lower triangle of a row-major matrix (its upper one when column-major) is read; a
     matrix that is not exactly symmetric is factored as that triangle's symmetric completion,

@@ -6,6 +6,7 @@ p x p Newton systems, stopped by a duality-gap certificate)."""
 from __future__ import annotations
 
 import numpy as np
+
 from .dense_cholesky import cho_factor_gram, cho_factor_symmetric, cho_solve_factor
 
 

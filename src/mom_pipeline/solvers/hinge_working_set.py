@@ -144,7 +144,7 @@ def _box_dual(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, l
         # Round-off stopped the interior-point method near the optimum (a multiplier on
         # its bound: RBF kernel MOM, 5 of 56 box QPs of a cell): the active sets of its last
         # point are a close guess, cheaper to finish than Clarabel (1.4 s each).
-        status = np.where(stalled.iterate <= 1e-6 * weight, -1, np.where(stalled.iterate >= (1 - 1e-6) * weight, 1, 0))
+        status = _bound_status(stalled.iterate, weight)
         found = _box_dual_from_guess(rows, index, gradient, lam, weight, Q, c, status, n_linear)
         return found if found is not None else _polished_stall(rows, index, gradient, lam, weight, stalled.iterate,
                                                                 n_linear)
@@ -287,6 +287,12 @@ def polish_margin_rows_below(rows: HingeRowOperator, lam: float, weight: float, 
     return polish_margin_rows(rows, lam, weight, w) if lam < POLISH_BELOW_LAM else w
 
 
+def _bound_status(alpha: np.ndarray, weight: float) -> np.ndarray:
+    """The `box_active_set` status of box-dual multipliers: -1 at the lower bound, +1 at the upper
+    bound weight (each up to 1e-6 of weight: round-off of an interior-point solution), else 0."""
+    return np.where(alpha <= 1e-6 * weight, -1, np.where(alpha >= (1.0 - 1e-6) * weight, 1, 0))
+
+
 def active_set_guess(u: np.ndarray, working: np.ndarray, alpha: np.ndarray | None, weight: float,
                      margin_band: float = 1e-6) -> np.ndarray:
     """The active sets of a restricted optimum (-1 satisfied, +1 violated, 0 on the margin: the
@@ -297,7 +303,7 @@ def active_set_guess(u: np.ndarray, working: np.ndarray, alpha: np.ndarray | Non
     if alpha is not None:
         index = np.flatnonzero(working)
         on_margin = status[index] == 0
-        at_bound = np.where(alpha <= 1e-6 * weight, -1, np.where(alpha >= (1.0 - 1e-6) * weight, 1, 0))
+        at_bound = _bound_status(alpha, weight)
         status[index[on_margin]] = at_bound[on_margin]
     return status
 

@@ -8,7 +8,7 @@ import pytest
 import mom_pipeline.solvers.hinge_working_set as hinge_working_set
 from mom_pipeline.methods.kernels import KernelMOM
 from mom_pipeline.methods.mom import mom_objective, solve_hinge_qp, solve_hinge_qp_cvxpy
-from mom_pipeline.methods.mom_problem import kkt_certificate, operators_of_bases
+from mom_pipeline.methods.mom_problem import MOMHingeRows, kkt_certificate, operators_of_bases
 from mom_pipeline.problems import generate_knapsack
 from mom_pipeline.solvers.box_active_set import FreeBlock, box_qp_active_set
 from mom_pipeline.solvers.interior_point import BoxQPStalled, box_gap
@@ -36,6 +36,39 @@ def test_free_block_solves_changed_free_sets_like_a_direct_solve():
     rhs = np.random.default_rng(1).normal(size=free.size)
     np.testing.assert_allclose(block.solve(free, rhs), np.linalg.solve(Q[np.ix_(free, free)], rhs), rtol=1e-9, atol=1e-12)
     assert block.drift(free) == 12
+
+
+def test_free_block_of_a_block_function_repeats_solves_on_one_free_set():
+    """Q given block by block (as a Gram matrix of hinge rows is) solves like the dense Q, and a
+    second right-hand side on the same free set (iterative refinement) reuses the bordered part."""
+    Q, _, _ = _box_problem(2, k=60, rank=80)
+    requested = []
+
+    def block_of(rows, cols):
+        requested.append((rows.size, cols.size))
+        return Q[np.ix_(rows, cols)]
+
+    block = FreeBlock(None, np.arange(40), block_of, 60)
+    free = np.r_[np.arange(3, 40), np.arange(50, 56)]
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        rhs = rng.normal(size=free.size)
+        np.testing.assert_allclose(block.solve(free, rhs), np.linalg.solve(Q[np.ix_(free, free)], rhs),
+                                   rtol=1e-9, atol=1e-12)
+    assert len(requested) == 3  # the base block once, the border and the added rows' block once
+    other = np.r_[np.arange(40), 45]
+    rhs = rng.normal(size=other.size)
+    np.testing.assert_allclose(block.solve(other, rhs), np.linalg.solve(Q[np.ix_(other, other)], rhs), rtol=1e-9,
+                               atol=1e-12)
+
+
+def test_gram_between_is_a_block_of_the_rows_gram_matrix():
+    rng = np.random.default_rng(4)
+    for d in (3, 9):  # fewer features than costs (linear MOM), more (kernel features)
+        rows = MOMHingeRows(rng.normal(size=(12, 4, 6)), rng.normal(size=(12, d)))
+        left, right = rng.choice(48, 10, replace=False), rng.choice(48, 7, replace=False)
+        H = rows.dense_rows(np.arange(48))
+        np.testing.assert_allclose(rows.gram_between(left, right), H[left] @ H[right].T, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -205,3 +238,29 @@ def test_a_restricted_qp_clarabel_gives_up_on_is_solved_by_the_certified_box_dua
     monkeypatch.setattr(hinge_working_set, "_box_dual", lambda *args: None)
     with pytest.raises(RuntimeError, match="InsufficientProgress"):
         solve_hinge_qp(M, Z, lam, w0=w0)
+
+
+def test_path_guesses_reuse_one_gram_factorization_and_end_at_the_optimum(knapsack, monkeypatch):
+    """On a narrow RBF path the guesses from the previous lam solve their Gram systems from a
+    shared factorization (fewer factorizations than solves), and every lam stays exact."""
+    trial, solution, M = knapsack
+    factored, solves = [], []
+    original_init, original_solve = FreeBlock.__init__, hinge_working_set.MarginSystems.solve
+
+    def counted_init(self, *args, **kwargs):
+        factored.append(1)
+        original_init(self, *args, **kwargs)
+
+    def counted_solve(self, index, rhs):
+        solves.append(index.size)
+        return original_solve(self, index, rhs)
+
+    monkeypatch.setattr(FreeBlock, "__init__", counted_init)
+    monkeypatch.setattr(hinge_working_set.MarginSystems, "solve", counted_solve)
+    Z = trial.train.Z
+    models = KernelMOM.fit_many([KernelMOM(kernel="rbf", gamma=0.1, lam=lam) for lam in LAMBDAS], Z, solution.x,
+                                lp=trial.lp, basis=solution.basis)
+    features = models[0].transform(Z) @ models[0].row_space_
+    assert solves and len(factored) < len(solves)
+    for model in models:
+        assert kkt_certificate(model.mom_.coef_, M, features, model.lam)["relative_gap"] <= 1e-7

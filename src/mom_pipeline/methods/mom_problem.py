@@ -100,6 +100,19 @@ class MOMHingeRows:
         gram *= self._feature_gram.take(t, axis=0).take(t, axis=1)
         return gram
 
+    def gram_between(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        """H[left] H[right]': (len(left), len(right)), one block of the rows' Gram matrix."""
+        t_left, k_left = np.divmod(left, self.K)
+        t_right, k_right = np.divmod(right, self.K)
+        gram = self.M[t_left, k_left] @ self.M[t_right, k_right].T
+        if self.d <= self.n:
+            gram *= self.Z[t_left] @ self.Z[t_right].T
+            return gram
+        if self._feature_gram is None:
+            self._feature_gram = self.Z @ self.Z.T
+        gram *= self._feature_gram.take(t_left, axis=0).take(t_right, axis=1)
+        return gram
+
     def margins_of(self, index: np.ndarray, w: np.ndarray) -> np.ndarray:
         """H[index] w, (len(index),)."""
         t, k = np.divmod(index, self.K)

@@ -21,6 +21,7 @@ runs the interior-point method.
 from __future__ import annotations
 
 import warnings
+from typing import Callable
 
 import numpy as np
 import scipy.linalg
@@ -63,13 +64,22 @@ class GuessRecord:
 class FreeBlock:
     """Solves Q_FF x = r for free sets F from one Cholesky factorization of Q_BB (B: the base
     free set), by block elimination: rows of B not in F are pinned to 0 by a multiplier, rows
-    of F not in B border the system; the bordered part is a small dense solve."""
+    of F not in B border the system; the bordered part is a small dense solve.
 
-    def __init__(self, Q: np.ndarray, base: np.ndarray):
-        self.Q, self.base = Q, base
-        self.factor = cho_factor_symmetric(Q[np.ix_(base, base)], overwrite=True)
-        self.position = np.full(Q.shape[0], -1)
+    Q is given as a dense matrix, or as `block_of(rows, cols)` returning Q[rows][:, cols] (a Gram
+    matrix of hinge rows computed block by block, never whole) with `size` rows."""
+
+    def __init__(self, Q: np.ndarray | None, base: np.ndarray,
+                 block_of: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None, size: int | None = None):
+        if block_of is None:
+            def block_of(rows, cols):
+                return Q[np.ix_(rows, cols)]
+            size = Q.shape[0]
+        self.block_of, self.base = block_of, base
+        self.factor = cho_factor_symmetric(block_of(base, base), overwrite=True)
+        self.position = np.full(size, -1)
         self.position[base] = np.arange(base.size)
+        self._bordered = None
 
     def drift(self, free: np.ndarray) -> int:
         """How many rows F and the base set do not share."""
@@ -77,41 +87,55 @@ class FreeBlock:
         return free.size + self.base.size - 2 * shared
 
     def solve(self, free: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        """x with Q_FF x = rhs (free: row indices, rhs aligned with them)."""
-        in_base = self.position[free] >= 0
-        added = free[~in_base]
-        kept = np.zeros(self.base.size, dtype=bool)
-        kept[self.position[free[in_base]]] = True
-        removed = np.flatnonzero(~kept)  # positions in the base
+        """x with Q_FF x = rhs (free: row indices, rhs aligned with them). The bordered part of
+        the last free set is kept, so solves repeated on one free set (iterative refinement)
+        cost two triangular solves and a small one."""
+        if self._bordered is None or not np.array_equal(self._bordered[0], free):
+            self._bordered = (free.copy(), *self._border(free))
+        _, in_base, added, solved, border, schur = self._bordered
         rhs_base = np.zeros(self.base.size)
         rhs_base[self.position[free[in_base]]] = rhs[in_base]
         y = cho_solve_factor(self.factor, rhs_base)
         x = np.empty(free.size)
-        if added.size + removed.size:
-            border = np.zeros((self.base.size, added.size + removed.size))
-            border[:, :added.size] = self.Q[np.ix_(self.base, added)]
-            border[removed, added.size + np.arange(removed.size)] = 1.0
-            solved = cho_solve_factor(self.factor, border)
-            schur = -border.T @ solved
-            schur[:added.size, :added.size] += self.Q[np.ix_(added, added)]
-            target = np.concatenate([rhs[~in_base], np.zeros(removed.size)]) - border.T @ y
-            with warnings.catch_warnings():
-                # The pinned rows' block, -(Q_BB^-1)_RR, is on another scale than Q_AA: LAPACK
-                # warns of the condition; the certificate of the caller checks the result.
-                warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
-                z = scipy.linalg.solve(schur, target, assume_a="sym", check_finite=False)
+        if schur is not None:
+            n_removed = border.shape[1] - added.size
+            target = np.concatenate([rhs[~in_base], np.zeros(n_removed)]) - border.T @ y
+            z = scipy.linalg.lu_solve(schur, target, check_finite=False)
             y = y - solved @ z
             x[~in_base] = z[:added.size]
         x[in_base] = y[self.position[free[in_base]]]
         return x
 
+    def _border(self, free: np.ndarray):
+        """(in_base, added, Q_BB^-1 border, border, LU factors of the Schur complement) of F."""
+        in_base = self.position[free] >= 0
+        added = free[~in_base]
+        kept = np.zeros(self.base.size, dtype=bool)
+        kept[self.position[free[in_base]]] = True
+        removed = np.flatnonzero(~kept)  # positions in the base
+        if not added.size + removed.size:
+            return in_base, added, None, None, None
+        border = np.zeros((self.base.size, added.size + removed.size))
+        border[:, :added.size] = self.block_of(self.base, added)
+        border[removed, added.size + np.arange(removed.size)] = 1.0
+        solved = cho_solve_factor(self.factor, border)
+        schur = -border.T @ solved
+        schur[:added.size, :added.size] += self.block_of(added, added)
+        with warnings.catch_warnings():
+            # The pinned rows' block, -(Q_BB^-1)_RR, is on another scale than Q_AA: LAPACK
+            # warns of the condition; the certificate of the caller checks the result.
+            warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+            schur = scipy.linalg.lu_factor(schur, check_finite=False)
+        return in_base, added, solved, border, schur
 
-def _free_solve(Q: np.ndarray, block: FreeBlock | None, free: np.ndarray, rhs: np.ndarray):
-    """(block, x): Q_FF x = rhs, reusing `block` unless F drifted from its base; (None, None)
-    when the free block is singular."""
+
+def free_solve(Q: np.ndarray | None, block: FreeBlock | None, free: np.ndarray, rhs: np.ndarray,
+               block_of: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None, size: int | None = None):
+    """(block, x): Q_FF x = rhs, reusing `block` unless F drifted from its base (Q dense, or given
+    by block_of and size as in `FreeBlock`); (None, None) when the free block is singular."""
     try:
         if block is None or block.drift(free) > REFACTOR_FRACTION * free.size:
-            block = FreeBlock(Q, free)
+            block = FreeBlock(Q, free, block_of, size)
         x = block.solve(free, rhs)
     except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
         return None, None
@@ -156,7 +180,7 @@ def box_qp_active_set(Q: np.ndarray, c: np.ndarray, upper: float, status: np.nda
             return None, step
         a = np.where(at_upper, upper, 0.0)
         if free.size:  # (full products with Q: cheaper than copying its rows F out)
-            block, a[free] = _free_solve(Q, block, free, -(c + Q @ a)[free])
+            block, a[free] = free_solve(Q, block, free, -(c + Q @ a)[free])
             if block is None:
                 return None, step
         inside = np.clip(a, 0.0, upper)
@@ -175,7 +199,7 @@ def box_qp_active_set(Q: np.ndarray, c: np.ndarray, upper: float, status: np.nda
             if free.size:
                 refined = inside.copy()
                 _, residual = _gap(Q, c, upper, inside, exact=True)
-                _, correction = _free_solve(Q, block, free, residual[free])
+                _, correction = free_solve(Q, block, free, residual[free])
                 if correction is not None:
                     refined[free] -= correction
                     refined = np.clip(refined, 0.0, upper)

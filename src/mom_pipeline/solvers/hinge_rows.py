@@ -17,6 +17,7 @@ class HingeRowOperator(Protocol):
     def margins(self, w: np.ndarray) -> np.ndarray: """H w, (n_rows,)."""
     def weighted_sum(self, alpha: np.ndarray) -> np.ndarray: """H' alpha, (n_vars,)."""
     def gram(self, index: np.ndarray) -> np.ndarray: """H[index] H[index]', dense."""
+    def gram_between(self, left: np.ndarray, right: np.ndarray) -> np.ndarray: """H[left] H[right]', dense."""
     def margins_of(self, index: np.ndarray, w: np.ndarray) -> np.ndarray: """H[index] w."""
     def weighted_sum_of(self, index: np.ndarray, beta: np.ndarray) -> np.ndarray: """H[index]' beta."""
     def dense_rows(self, index: np.ndarray) -> np.ndarray: """H[index], dense."""

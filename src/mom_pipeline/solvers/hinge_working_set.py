@@ -34,7 +34,7 @@ import scipy.sparse as sp
 
 from .clarabel_qp import ball_block, solve_clarabel
 from .hinge_rows import HingeRowOperator
-from .box_active_set import GuessRecord, box_qp_active_set
+from .box_active_set import GuessRecord, box_qp_active_set, free_solve
 from .dense_cholesky import cho_factor_symmetric, cho_solve_factor
 from .hinge_newton import smoothed_hinge_start
 from .interior_point import BoxQPStalled, box_qp, hinge_qp_ipm
@@ -47,6 +47,8 @@ CHURN_AFTER_STEPS = 5
 #: at tiny scaled lam (7e-15: RBF kernel MOM, gamma 3, lam 1e-6) a restricted optimum "Solved"
 #: with them left the MOM objective 1.3e-5 above the optimum, with 1e-10 within 2e-8 of cvxpy.
 RESTRICTED_CLARABEL_TOL = 1e-10
+#: Iterative-refinement steps of `active_set_from_guess`'s block-eliminated solves.
+INCREMENTAL_REFINEMENTS = 3
 #: Bands of `polish_margin_rows` for a stalled box dual's point, whose margins can be off by 1e-3.
 STALLED_POLISH_BANDS = (1e-3, 1e-4, 1e-6)
 
@@ -324,16 +326,39 @@ def active_set_finish(rows: HingeRowOperator, lam: float, weight: float, u: np.n
     return active_set_from_guess(rows, lam, weight, (v > 0) & (v < mu), v >= mu, tol, max_steps)
 
 
+class MarginSystems:
+    """Solves the Gram systems H_E H_E' alpha = rhs of margin sets E of one set of rows from one
+    Cholesky factorization while E stays close to the factored set (`box_active_set.FreeBlock`).
+    The Gram matrix does not depend on lam, so a regularization path shares one."""
+
+    def __init__(self, rows: HingeRowOperator):
+        self.rows, self.block = rows, None
+
+    def solve(self, index: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
+        """alpha, or None when the system is singular."""
+        block, alpha = free_solve(None, self.block, index, rhs, self.rows.gram_between, self.rows.n_rows)
+        self.block = block
+        return alpha
+
+
 def active_set_from_guess(rows: HingeRowOperator, lam: float, weight: float, margin: np.ndarray,
-                          violated: np.ndarray, tol: float, max_steps: int = 25, churn_limit: float = 1.0):
+                          violated: np.ndarray, tol: float, max_steps: int = 25, churn_limit: float = 1.0,
+                          margin_systems: MarginSystems | None = None):
     """`active_set_finish` from a given guess of the margin rows and the violated rows (boolean
     masks over the rows; the rest are guessed satisfied): (w, steps), w None when it gives up.
 
     A regularization path starts each constant from the sets of the previous one's optimum.
     From step CHURN_AFTER_STEPS on it gives up when more than `churn_limit` of the rows change
-    sets in one step (the guesses oscillate instead of settling)."""
+    sets in one step (the guesses oscillate instead of settling). On kernel-sized problems its
+    systems are solved by `margin_systems` (a new one when None; a path passes its own along)."""
     margin, violated = margin.copy(), violated.copy()
     alpha_tol = 1e-9 * weight
+    # On kernel-sized problems the margin sets of later steps differ in a few rows: their Gram
+    # systems are solved from one factorization by block elimination (`FreeBlock`) instead of
+    # one factorization per step (narrow RBF kernels: 15-18 steps on 2,100 margin rows).
+    incremental = adaptive_working_set(rows.n_vars)
+    if incremental and margin_systems is None:
+        margin_systems = MarginSystems(rows)
     for step in range(1, max_steps + 1):
         gradient = weight * rows.weighted_sum(violated.astype(float))
         index = np.flatnonzero(margin)
@@ -341,16 +366,36 @@ def active_set_from_guess(rows: HingeRowOperator, lam: float, weight: float, mar
             return None, step  # more margin rows than dimensions: dependent, leave it to the QP
         alpha = np.zeros(0)
         if index.size:
-            gram = rows.gram(index)
             rhs = lam - rows.margins_of(index, gradient)
-            try:
-                alpha = cho_solve_factor(cho_factor_symmetric(gram), rhs)
-            except np.linalg.LinAlgError:
-                return None, step
-            if not np.allclose(gram @ alpha, rhs, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(rhs).max())):
-                return None, step  # numerically singular: the margin rows are not independent
+            if incremental:
+                alpha = margin_systems.solve(index, rhs)
+                if alpha is None:
+                    return None, step
+            else:
+                gram = rows.gram(index)
+                try:
+                    alpha = cho_solve_factor(cho_factor_symmetric(gram), rhs)
+                except np.linalg.LinAlgError:
+                    return None, step
+                if not _solved(gram @ alpha - rhs, rhs):
+                    return None, step  # numerically singular: the margin rows are not independent
         w = _primal_point(rows, index, gradient, lam, alpha)
         u = rows.margins(w)
+        if incremental and index.size:
+            # gram alpha - rhs = lam (u - 1) on the margin rows: the residual without the Gram
+            # matrix. Block elimination on these ill-conditioned Gram matrices (condition 3e8)
+            # leaves margins off by up to 2e-4; iterative refinement with the same solver fixes that.
+            for _ in range(INCREMENTAL_REFINEMENTS):
+                if np.abs(u[index] - 1.0).max() <= tol:
+                    break
+                correction = margin_systems.solve(index, lam * (u[index] - 1.0))
+                if correction is None:
+                    return None, step
+                alpha = alpha - correction
+                w = _primal_point(rows, index, gradient, lam, alpha)
+                u = rows.margins(w)
+            if not _solved(lam * (u[index] - 1.0), rhs):
+                return None, step  # numerically singular
         if index.size and np.abs(u[index] - 1.0).max() > tol:
             # The guessed margin rows are off the margin: the system was solved inaccurately
             # (w divides its residual by lam, large at tiny lam on ill-conditioned rows).
@@ -368,6 +413,12 @@ def active_set_from_guess(rows: HingeRowOperator, lam: float, weight: float, mar
         margin = (margin & ~to_satisfied & ~to_violated) | to_margin
         violated = (violated & ~to_margin) | to_violated
     return None, max_steps
+
+
+def _solved(residual: np.ndarray, rhs: np.ndarray) -> bool:
+    """Whether a linear system's residual is round-off (relative 1e-9 of the right-hand side):
+    otherwise it was numerically singular."""
+    return bool(np.all(np.abs(residual) <= 1e-9 * np.abs(rhs) + 1e-9 * max(1.0, np.abs(rhs).max())))
 
 
 def closed_form_start(rows: HingeRowOperator, lam: float, weight: float, radius: float | None):

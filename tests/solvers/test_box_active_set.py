@@ -10,7 +10,7 @@ from mom_pipeline.methods.kernels import KernelMOM
 from mom_pipeline.methods.mom import mom_objective, solve_hinge_qp, solve_hinge_qp_cvxpy
 from mom_pipeline.methods.mom_problem import MOMHingeRows, kkt_certificate, operators_of_bases
 from mom_pipeline.problems import generate_knapsack
-from mom_pipeline.solvers.box_active_set import FreeBlock, box_qp_active_set
+from mom_pipeline.solvers.box_active_set import FreeBlock, box_qp_active_set, matrix_blocks
 from mom_pipeline.solvers.interior_point import BoxQPStalled, box_gap
 
 LAMBDAS = [float(v) for v in np.logspace(-6, 2, 9)]
@@ -31,7 +31,7 @@ def _cvxpy_box(Q, c, upper) -> float:
 
 def test_free_block_solves_changed_free_sets_like_a_direct_solve():
     Q, _, _ = _box_problem(0, k=60, rank=80)
-    block = FreeBlock(Q, np.arange(40))
+    block = FreeBlock(matrix_blocks(Q), 60, np.arange(40))
     free = np.r_[np.arange(5, 40), np.arange(45, 52)]  # 5 rows left the base, 7 joined
     rhs = np.random.default_rng(1).normal(size=free.size)
     np.testing.assert_allclose(block.solve(free, rhs), np.linalg.solve(Q[np.ix_(free, free)], rhs), rtol=1e-9, atol=1e-12)
@@ -48,7 +48,7 @@ def test_free_block_of_a_block_function_repeats_solves_on_one_free_set():
         requested.append((rows.size, cols.size))
         return Q[np.ix_(rows, cols)]
 
-    block = FreeBlock(None, np.arange(40), block_of, 60)
+    block = FreeBlock(block_of, 60, np.arange(40))
     free = np.r_[np.arange(3, 40), np.arange(50, 56)]
     rng = np.random.default_rng(3)
     for _ in range(2):

@@ -88,28 +88,25 @@ class MOMHingeRows:
 
     def gram(self, index: np.ndarray) -> np.ndarray:
         """H[index] H[index]' = (M_i . M_j)(z_i . z_j): (len(index), len(index)), without forming H."""
-        t, k = np.divmod(index, self.K)
-        M_rows = self.M[t, k]
-        gram = M_rows @ M_rows.T
-        if self.d <= self.n:
-            gram *= self.Z[t] @ self.Z[t].T
-            return gram
-        if self._feature_gram is None:  # many features (kernels): the T x T Gram matrix once
-            self._feature_gram = self.Z @ self.Z.T
-        # Two gathers along one axis each: 2.5x faster than one np.ix_ gather at k = 2000.
-        gram *= self._feature_gram.take(t, axis=0).take(t, axis=1)
-        return gram
+        return self.gram_between(index, index)
 
     def gram_between(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
         """H[left] H[right]': (len(left), len(right)), one block of the rows' Gram matrix."""
         t_left, k_left = np.divmod(left, self.K)
-        t_right, k_right = np.divmod(right, self.K)
-        gram = self.M[t_left, k_left] @ self.M[t_right, k_right].T
+        M_left = self.M[t_left, k_left]
+        if right is left:  # one gather; numpy then computes M M' as a symmetric product
+            t_right, M_right = t_left, M_left
+        else:
+            t_right, k_right = np.divmod(right, self.K)
+            M_right = self.M[t_right, k_right]
+        gram = M_left @ M_right.T
         if self.d <= self.n:
-            gram *= self.Z[t_left] @ self.Z[t_right].T
+            Z_left = self.Z[t_left]
+            gram *= Z_left @ (Z_left if right is left else self.Z[t_right]).T
             return gram
-        if self._feature_gram is None:
+        if self._feature_gram is None:  # many features (kernels): the T x T Gram matrix once
             self._feature_gram = self.Z @ self.Z.T
+        # Two gathers along one axis each: 2.5x faster than one np.ix_ gather at k = 2000.
         gram *= self._feature_gram.take(t_left, axis=0).take(t_right, axis=1)
         return gram
 

@@ -66,15 +66,11 @@ class FreeBlock:
     free set), by block elimination: rows of B not in F are pinned to 0 by a multiplier, rows
     of F not in B border the system; the bordered part is a small dense solve.
 
-    Q is given as a dense matrix, or as `block_of(rows, cols)` returning Q[rows][:, cols] (a Gram
-    matrix of hinge rows computed block by block, never whole) with `size` rows."""
+    Q (size x size) is seen through `block_of(rows, cols)`, which returns Q[rows][:, cols]: a dense
+    matrix's blocks (`matrix_blocks`), or a Gram matrix of hinge rows computed block by block and
+    never whole."""
 
-    def __init__(self, Q: np.ndarray | None, base: np.ndarray,
-                 block_of: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None, size: int | None = None):
-        if block_of is None:
-            def block_of(rows, cols):
-                return Q[np.ix_(rows, cols)]
-            size = Q.shape[0]
+    def __init__(self, block_of: Callable[[np.ndarray, np.ndarray], np.ndarray], size: int, base: np.ndarray):
         self.block_of, self.base = block_of, base
         self.factor = cho_factor_symmetric(block_of(base, base), overwrite=True)
         self.position = np.full(size, -1)
@@ -129,13 +125,20 @@ class FreeBlock:
         return in_base, added, solved, border, schur
 
 
-def free_solve(Q: np.ndarray | None, block: FreeBlock | None, free: np.ndarray, rhs: np.ndarray,
-               block_of: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None, size: int | None = None):
-    """(block, x): Q_FF x = rhs, reusing `block` unless F drifted from its base (Q dense, or given
-    by block_of and size as in `FreeBlock`); (None, None) when the free block is singular."""
+def matrix_blocks(Q: np.ndarray) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The `block_of` of a dense matrix Q for `FreeBlock`."""
+    def block_of(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        return Q[np.ix_(rows, cols)]
+    return block_of
+
+
+def free_solve(block_of: Callable[[np.ndarray, np.ndarray], np.ndarray], size: int, block: FreeBlock | None,
+               free: np.ndarray, rhs: np.ndarray):
+    """(block, x): Q_FF x = rhs (Q seen through block_of, as in `FreeBlock`), reusing `block`
+    unless F drifted from its base; (None, None) when the free block is singular."""
     try:
         if block is None or block.drift(free) > REFACTOR_FRACTION * free.size:
-            block = FreeBlock(Q, free, block_of, size)
+            block = FreeBlock(block_of, size, free)
         x = block.solve(free, rhs)
     except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
         return None, None
@@ -173,14 +176,14 @@ def box_qp_active_set(Q: np.ndarray, c: np.ndarray, upper: float, status: np.nda
     k = c.size
     lower, at_upper = status < 0, (status > 0) & ~(status < 0)
     fewest_changes, fewest_at, previous_changes = k + 1, 0, k + 1
-    block = None
+    block, blocks = None, matrix_blocks(Q)
     for step in range(1, max_steps + 1):
         free = np.flatnonzero(~lower & ~at_upper)
         if max_free is not None and free.size > max_free:
             return None, step
         a = np.where(at_upper, upper, 0.0)
         if free.size:  # (full products with Q: cheaper than copying its rows F out)
-            block, a[free] = free_solve(Q, block, free, -(c + Q @ a)[free])
+            block, a[free] = free_solve(blocks, k, block, free, -(c + Q @ a)[free])
             if block is None:
                 return None, step
         inside = np.clip(a, 0.0, upper)
@@ -199,7 +202,7 @@ def box_qp_active_set(Q: np.ndarray, c: np.ndarray, upper: float, status: np.nda
             if free.size:
                 refined = inside.copy()
                 _, residual = _gap(Q, c, upper, inside, exact=True)
-                _, correction = free_solve(Q, block, free, residual[free])
+                _, correction = free_solve(blocks, k, block, free, residual[free])
                 if correction is not None:
                     refined[free] -= correction
                     refined = np.clip(refined, 0.0, upper)

@@ -336,7 +336,7 @@ class MarginSystems:
 
     def solve(self, index: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
         """alpha, or None when the system is singular."""
-        block, alpha = free_solve(None, self.block, index, rhs, self.rows.gram_between, self.rows.n_rows)
+        block, alpha = free_solve(self.rows.gram_between, self.rows.n_rows, self.block, index, rhs)
         self.block = block
         return alpha
 

@@ -3,7 +3,8 @@
 Reads the latest `data/07_model_output/<fig>/hyperparameters.parquet` of each figure (one row
 per setting, trial and method, with the tuning and refit seconds measured inside the worker)
 and prints a markdown table: rows are methods, columns figures, cells the summed CPU minutes
-of tuning plus the final refit. This is the profile of a full run at the granularity that
+of tuning plus the final refit (methods reused from another run or figure, trained on the
+same data before, count there and not here). This is the profile of a full run at the granularity that
 matters for choosing what to speed up; `benchmarks/experiments.py` gives the wall times.
 Usage: python scripts/training_profile.py [fig1 fig2 ...]
 """
@@ -36,6 +37,8 @@ def profile(figures: list[str]) -> pd.DataFrame:
         if table is None:
             print(f"{figure}: no hyperparameters table yet (run the figure first)", file=sys.stderr)
             continue
+        if "reused" in table:  # methods found already trained: their seconds belong to another run
+            table = table[~table["reused"]]
         columns[figure] = (table["tuning_seconds"] + table["fit_seconds"]).groupby(table["method"]).sum() / 60
     out = pd.DataFrame(columns).fillna(0.0)
     out["all"] = out.sum(axis=1)

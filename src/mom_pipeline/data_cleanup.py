@@ -7,6 +7,8 @@
 * Model files (``06_models/<figure>/trials/*.pkl``): a file stays when a kept models manifest
   lists it, or when it is newer than the newest manifest (a killed run's finished trials,
   which its rerun will reuse). Temporary files of writers that are gone are removed.
+* Method pointers (``06_models/method_index/*.json``, `storage.MethodIndex`): a pointer goes
+  with the model file it points to.
 * Folders of the former layout (``06_models/checkpoints``, ``06_models/<figure>/models``)
   are removed: the current code never reads them.
 """
@@ -76,7 +78,23 @@ def clean(data: Path, keep: int, dry_run: bool = False) -> list[Path]:
         for path in trials.glob("*.pkl"):
             if path.stem not in listed and path.stat().st_mtime < newest:
                 remove(path)
+    index = models / "method_index"
+    if index.is_dir():  # pointers to model files removed above (or earlier) go too
+        if not dry_run:
+            TrialStore(index).remove_stale_temporaries()
+        gone = {path.resolve() for path in removed}
+        for pointer in sorted(index.glob("*.json")):
+            target = _pointer_target(pointer)
+            if target is None or target in gone or not target.exists():
+                remove(pointer)
     return removed
+
+
+def _pointer_target(pointer: Path) -> Path | None:
+    try:
+        return (pointer.parent / json.loads(pointer.read_text())["file"]).resolve()
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def report(data: Path) -> str:

@@ -5,7 +5,9 @@ The fitted-models dataset: one file per trial, written once, and a versioned man
 
 ``{figure}.models`` in conf/base/catalog.yml. Saving takes a `TrainingPlan` (the training
 node's output): trials whose model file already exists and loads are reused (logged in the
-main process, so the line reaches the console with any backend), the others are trained and
+main process, so the line reaches the console with any backend); of the others, the methods
+already trained on the same data by any experiment (`method_index`, `storage.MethodIndex`)
+are reused and the rest are trained, and
 each is written atomically as soon as it is done (`experiments.storage.TrialStore`). The
 manifest ``models.json/<version>/models.json`` then lists this run's trials and their files;
 loading reads the manifest of a version and returns a `TrialModels` lookup. Files are named
@@ -25,7 +27,7 @@ from kedro.io.core import AbstractVersionedDataset, DatasetError, Version
 from kedro_datasets._typing import HTMLPreview
 from kedro_datasets.text import TextDataset
 
-from mom_pipeline.experiments.storage import StoredTrial, TrainingPlan, TrialStore
+from mom_pipeline.experiments.storage import MethodIndex, StoredTrial, TrainingPlan, TrialStore
 
 log = logging.getLogger(__name__)
 
@@ -56,20 +58,25 @@ class TrialModels:
 
 class TrialModelsDataset(AbstractVersionedDataset[TrainingPlan, TrialModels]):
     """filepath: the manifest (e.g. data/06_models/fig1/models.json); model files go to
-    ``trials/`` beside it."""
+    ``trials/`` beside it. method_index: the folder of `MethodIndex` pointers shared by every
+    experiment (None: each trial trains all its methods)."""
 
-    def __init__(self, filepath: str, version: Version | None = None, metadata: dict[str, Any] | None = None):
+    def __init__(self, filepath: str, version: Version | None = None, metadata: dict[str, Any] | None = None,
+                 method_index: str | None = None):
         super().__init__(PurePosixPath(filepath), version)
         self._trials = Path(filepath).parent / "trials"
+        self._method_index = MethodIndex(method_index) if method_index else None
         self.metadata = metadata
 
     def _describe(self) -> dict[str, Any]:
-        return {"filepath": str(self._filepath), "trials": str(self._trials), "version": self._version}
+        return {"filepath": str(self._filepath), "trials": str(self._trials), "version": self._version,
+                "method_index": str(self._method_index.directory) if self._method_index else None}
 
     def save(self, data: TrainingPlan) -> None:
         store = TrialStore(self._trials, data.min_free_bytes)
         store.directory.mkdir(parents=True, exist_ok=True)
         store.remove_stale_temporaries()
+        index = self._method_index
         missing = []
         for cell, key in data.keys.items():
             if not data.resume or store.load(key) is None:
@@ -77,8 +84,21 @@ class TrialModelsDataset(AbstractVersionedDataset[TrainingPlan, TrialModels]):
             else:
                 log.info("%s: reusing finished trial (setting %d, trial %d) from %s", data.name, *cell,
                          store.path(key))
-        for stored in data.train(missing):
-            store.save(stored)
+                if index is not None:
+                    index.record(data.method_keys.get(cell, {}), store.path(key))
+        reused = {}
+        if index is not None and (data.resume or data.trained_since is not None):
+            for cell in missing:
+                found = index.find(data.method_keys.get(cell, {}), data.data_keys.get(cell), data.trained_since)
+                if found:
+                    reused[cell] = found
+                    sources = sorted({str(path) for _, path in found.values()})
+                    log.info("%s: setting %d, trial %d: reusing %s, trained on the same data, from %s", data.name,
+                             *cell, ", ".join(found), ", ".join(sources))
+        for stored in data.train(missing, reused):
+            path = store.save(stored)
+            if index is not None:
+                index.record(data.method_keys.get((stored.setting, stored.trial), {}), path)
         manifest = {"experiment": data.name, "keep_models": data.keep_models, "trials": [
             {"setting": s, "trial": t, "key": key, "file": f"trials/{key}.pkl"} for (s, t), key in data.keys.items()]}
         path = Path(self._get_save_path())

@@ -63,12 +63,16 @@ class ComputeConfig(StrictModel):
 class StorageConfig(StrictModel):
     """keep_models: none | light | all (experiments/storage.py); min_free_gb: a run stops
     with a clear message before writing a trial that would leave less free disk than this;
-    resume: reuse the stored trials of earlier runs (false: train every trial again)."""
+    resume: reuse the stored trials of earlier runs, and the methods any experiment already
+    trained on the same data (false: train every trial again); trained_since (Unix seconds):
+    reuse only what was trained since then, even with resume false (benchmarks/experiments.py
+    passes its start, so the figures of one benchmark share work and nothing older is reused)."""
 
     where: ClassVar[str] = "storage"
     keep_models: Literal[KEEP_MODELS] = "light"
     min_free_gb: Annotated[float, Field(ge=0)] = 0.5
     resume: StrictBool = True
+    trained_since: Annotated[float, Field(ge=0)] | None = None
 
     @classmethod
     def from_params(cls, params: "dict | StorageConfig | None") -> "StorageConfig":

@@ -14,6 +14,11 @@
   finished trial there and reuses it, while any change of what the result depends on gives
   a new key. Editing a docstring changes nothing; changing a method's numerics should bump
   its entry in `CODE_VERSIONS` (or `GENERATOR_VERSION` for the data).
+* `method_key(spec, trial, config, keep_models)`: the same for one method alone (its label
+  aside, with the seed its tuning and fit draw from). Two experiments, or two runs of one
+  experiment, that train the same method on the same data get the same key, so a method
+  trained once is reused (`storage.MethodIndex`): figure 6 reuses figure 4's three MOM
+  variants on their shared trials, and adding a method to a figure trains only that method.
 """
 
 from __future__ import annotations
@@ -71,6 +76,16 @@ def training_key(spec: ExperimentSpec, trial, keep_models: str) -> str:
     digest = _digest({"data": trial.key, "basis_mode": spec.basis_mode, "methods": method_payload(spec),
                       "keep_models": keep_models})
     return f"s{trial.setting:02d}_t{trial.trial:03d}_{digest}"
+
+
+def method_key(spec: ExperimentSpec, trial, config, keep_models: str) -> str:
+    """The name of one method's result on a generated trial (`TrialData`): its data key, the
+    basis mode, the method's configuration and code version, the seed of its tuning split and
+    fit, and what is stored; not its label nor the other methods of the experiment."""
+    method_seed = spec.trial_seed(trial.setting, trial.trial, stream=1).generate_state(4)
+    return _digest({"data": trial.key, "basis_mode": spec.basis_mode, "method": config.model_dump(exclude={"label"}),
+                    "code_version": CODE_VERSIONS.get(config.estimator, 0),
+                    "seed_state": [int(v) for v in method_seed], "keep_models": keep_models})
 
 
 class TrialMismatchError(RuntimeError):

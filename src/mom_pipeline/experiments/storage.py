@@ -16,11 +16,15 @@ What is stored per method depends on ``keep_models``:
   read) and the recipe to refit it: the same estimator, hyperparameters and seed on the
   same training samples rebuild the same forest (`StoredPredictions.refit`);
 * ``none``: the test predictions of every method only.
+
+`MethodIndex` finds a method already trained on the same data with the same configuration
+(`identity.method_key`) in any experiment's trial files, so it is not trained again.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import logging
 import os
 import shutil
@@ -89,15 +93,21 @@ class StoredTrial:
 @dataclass(frozen=True, eq=False)
 class TrainingPlan:
     """What the training node hands to the models dataset: the training key of every
-    (setting, trial), and `train(cells)`, which trains the given cells and yields their
-    `StoredTrial` in order as they finish (the dataset skips the cells already stored)."""
+    (setting, trial), its data key and the method keys of its methods ({label:
+`identity.method_key`}), and
+    `train(cells, reused)`, which trains the given cells and yields their `StoredTrial` in
+    order as they finish (the dataset skips the cells already stored, and passes the methods
+    it found already trained: reused = {cell: {label: (method, trial file)}})."""
 
     name: str
     keys: dict
-    train: Callable[[list], Iterator[StoredTrial]]
+    train: Callable[[list, dict], Iterator[StoredTrial]]
+    method_keys: dict = field(default_factory=dict)
+    data_keys: dict = field(default_factory=dict)
     keep_models: str = "light"
     min_free_bytes: int = 0
     resume: bool = True
+    trained_since: float | None = None
 
 
 def lighten(methods: dict, trial, keep_models: str, configs: dict) -> dict:
@@ -203,3 +213,59 @@ class TrialStore:
             temporary.unlink(missing_ok=True)
             raise
         return path
+
+
+class MethodIndex:
+    """Which stored trial file holds a method's result, by method key (`identity.method_key`).
+
+    One small pointer file per key, ``<directory>/<method key>.json``, shared by every
+    experiment: a method trained once on some data (figure 4's kernel MOMs) is found by any
+    experiment that trains it on the same data again (figure 6 on the same trials), and a
+    figure that gains a method trains only that one. Pointers are written atomically and only
+    ever point to complete trial files; a pointer whose file was cleaned up, or that no longer
+    holds the method on the same data, is a miss (the method is trained again)."""
+
+    def __init__(self, directory: str | os.PathLike):
+        self.directory = Path(directory)
+
+    def _pointer(self, key: str) -> Path:
+        return self.directory / f"{key}.json"
+
+    def find(self, keys: dict[str, str], data_key: str,
+             written_since: float | None = None) -> dict[str, tuple[object, Path]]:
+        """{label: (stored method, trial file)} for the labels of `keys` ({label: method key})
+        found on the trial with `data_key` (in trial files written since `written_since`, Unix
+        seconds, when given); each trial file is read once."""
+        pointers = {}
+        for label, key in keys.items():
+            try:
+                pointers[label] = json.loads(self._pointer(key).read_text())
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError) as exc:
+                log.warning("unreadable method pointer %s (%s): the method is trained again", self._pointer(key), exc)
+        found, trials = {}, {}
+        for label, pointer in pointers.items():
+            path = (self.directory / pointer["file"]).resolve()
+            if path not in trials:  # a trial file is named by its training key, which load checks
+                fresh = path.exists() and (written_since is None or path.stat().st_mtime >= written_since)
+                trials[path] = TrialStore(path.parent).load(path.stem) if fresh else None
+            stored = trials[path]
+            method = None if stored is None else stored.methods.get(pointer["label"])
+            if method is None or getattr(method, "data_key", None) != data_key:
+                log.info("method pointer %s is stale (%s): the method is trained again", self._pointer(keys[label]),
+                         "its trial file is gone or older than storage.trained_since" if stored is None
+                         else "the file holds no such method on this data")
+                continue
+            found[label] = (method, path)
+        return found
+
+    def record(self, keys: dict[str, str], path: Path) -> None:
+        """Point every method key of `keys` ({label: key}) to the stored trial file `path`."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        relative = os.path.relpath(Path(path).resolve(), self.directory.resolve())
+        for label, key in keys.items():
+            pointer = self._pointer(key)
+            temporary = self.directory / f".{key}.{os.getpid()}.tmp"
+            temporary.write_text(json.dumps({"file": relative, "label": label}))
+            os.replace(temporary, pointer)

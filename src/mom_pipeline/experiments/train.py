@@ -64,6 +64,9 @@ class TrainedMethod:
     # Slower exact routes the tuning took (`TuningResult.fallbacks`), logged by the main process
     # with the trial's name (trials stored before this field read it as the class default).
     fallbacks: tuple[str, ...] = ()
+    # The trial file this method was taken from when it was not trained for this trial but
+    # found already trained on the same data (`storage.MethodIndex`); "" when trained here.
+    reused_from: str = ""
 
 
 def _seed(spec: ExperimentSpec, setting: int, trial: int) -> int:
@@ -126,12 +129,13 @@ def _tuning_warnings_kept():
         tuning_log.removeFilter(silenced)
 
 
-def train_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolutions) -> dict[str, TrainedMethod]:
-    """Every configured method on one trial."""
+def train_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolutions,
+                skip: frozenset[str] = frozenset()) -> dict[str, TrainedMethod]:
+    """Every configured method on one trial (except the labels in `skip`)."""
     check_same_trial("solutions", solutions.data_key, trial, spec.name)
     started = time.perf_counter()
     out = {cfg.label: dataclasses.replace(train_method(spec, cfg, trial, solutions), data_key=trial.key)
-           for cfg in parse_methods(spec)}
+           for cfg in parse_methods(spec) if cfg.label not in skip}
     # debug: runs in a worker; the main process logs each finished trial with an ETA
     log.debug("%s: setting %s=%s trial %d trained %d methods in %.1f s", spec.name, spec.sweep_param,
              trial.setting_value, trial.trial, len(out), time.perf_counter() - started)
@@ -139,12 +143,27 @@ def train_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolution
 
 
 def train_for_storage(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolutions, key: str,
-                      keep_models: str) -> StoredTrial:
+                      keep_models: str, skip: frozenset[str] = frozenset()) -> StoredTrial:
     """`train_trial`, reduced to what `keep_models` stores (in the worker: the full forests
-    never travel back to the main process)."""
-    trained = train_trial(spec, trial, solutions)
+    never travel back to the main process). The methods in `skip` are left out (the caller
+    has them already trained: `with_reused`)."""
+    trained = train_trial(spec, trial, solutions, skip)
     methods = lighten(trained, trial, keep_models, spec.methods)
     return StoredTrial(key=key, data_key=trial.key, setting=trial.setting, trial=trial.trial, methods=methods)
+
+
+def with_reused(spec: ExperimentSpec, stored: StoredTrial, reused: dict) -> StoredTrial:
+    """The trial with the methods found already trained (reused = {label: (method, trial
+    file)}) added to those trained here, in the configured order; each reused method is
+    relabelled for this experiment and records the file it came from."""
+    methods = {}
+    for config in parse_methods(spec):
+        if config.label in reused:
+            method, path = reused[config.label]
+            methods[config.label] = dataclasses.replace(method, label=config.label, reused_from=str(path))
+        else:
+            methods[config.label] = stored.methods[config.label]
+    return dataclasses.replace(stored, methods=methods)
 
 
 def failed_cells(trained: dict[str, TrainedMethod]) -> dict[str, pd.DataFrame]:
@@ -186,5 +205,8 @@ def hyperparameter_rows(spec: ExperimentSpec, setting: int, setting_value, trial
                          failed_cells=int(tm.tuning_scores["error"].notna().sum())
                          if "error" in tm.tuning_scores else 0,
                          fit_seconds=tm.fit_seconds,
-                         tuning_seconds=tm.tuning_seconds))
+                         tuning_seconds=tm.tuning_seconds,
+                         # trained by another run or experiment on the same data: its seconds
+                         # were spent there (`storage.MethodIndex`)
+                         reused=bool(tm.reused_from)))
     return rows

@@ -19,11 +19,11 @@ from mom_pipeline.experiments import (ExperimentSpec, TrialData, TrialSolutions,
                                       parse_spec, solve_experiment)
 from mom_pipeline.experiments.compute import ComputeConfig, StorageConfig, imap_trials, map_trials
 from mom_pipeline.experiments.evaluate import evaluate_trial, trial_summary
-from mom_pipeline.experiments.identity import check_generated, check_same_trial, check_tables, training_key
+from mom_pipeline.experiments.identity import check_generated, check_same_trial, check_tables, method_key, training_key
 from mom_pipeline.experiments.online import run_online_trial
 from mom_pipeline.experiments.progress import progress
-from mom_pipeline.experiments.storage import TrainingPlan
-from mom_pipeline.experiments.train import hyperparameter_rows, log_failed_cells, train_for_storage
+from mom_pipeline.experiments.storage import StoredTrial, TrainingPlan
+from mom_pipeline.experiments.train import hyperparameter_rows, log_failed_cells, train_for_storage, with_reused
 from mom_pipeline.reporting import (boxplot_figure, boxplot_plotly, online_markdown, online_summary,
                                     regret_curve_figure, regret_curve_plotly, summary_markdown, summary_table,
                                     trial_count)
@@ -83,21 +83,34 @@ def _checked_trials(spec: ExperimentSpec, problem_data: list[TrialData], solutio
 def train_models(problem_data: list[TrialData], solutions: list[TrialSolutions], experiment: ExperimentSpec,
                  compute: ComputeConfig, storage: StorageConfig) -> TrainingPlan:
     """Every method on every trial, lazily: the `models` dataset (datasets.TrialModelsDataset)
-    reuses the trials it already stores and calls `train` with the others; they stream from
-    the configured backend a few in flight at a time and each is written as soon as it is done."""
+    reuses the trials it already stores and calls `train` with the others, passing the methods
+    it found already trained on the same data (by this or another experiment); the rest stream
+    from the configured backend a few in flight at a time and each trial is written as soon as
+    it is done."""
     spec = parse_spec(experiment)
     compute, storage = ComputeConfig.from_params(compute), StorageConfig.from_params(storage)
     by_cell = _checked_trials(spec, problem_data, solutions)
     keys = {cell: training_key(spec, by_cell[cell][0], storage.keep_models) for cell in sorted(by_cell)}
+    method_keys = {cell: {config.label: method_key(spec, by_cell[cell][0], config, storage.keep_models)
+                          for config in spec.method_configs()} for cell in keys}
 
-    def train(cells: list) -> object:
-        items = [(spec, *by_cell[cell], keys[cell], storage.keep_models) for cell in cells]
+    def train(cells: list, reused: dict | None = None) -> object:
+        reused = reused or {}
+        complete = [cell for cell in cells if set(reused.get(cell, ())) == set(method_keys[cell])]
+        for cell in complete:  # every method found trained: nothing for a worker to do
+            trial = by_cell[cell][0]
+            yield with_reused(spec, StoredTrial(key=keys[cell], data_key=trial.key, setting=cell[0], trial=cell[1]),
+                              reused[cell])
+        items = [(spec, *by_cell[cell], keys[cell], storage.keep_models, frozenset(reused.get(cell, ())))
+                 for cell in cells if cell not in complete]
         for stored in imap_trials(train_for_storage, items, compute, desc=f"{spec.name}: train"):
             log_failed_cells(spec, stored.setting, stored.trial, stored.methods)
-            yield stored
+            yield with_reused(spec, stored, reused.get((stored.setting, stored.trial), {}))
 
-    return TrainingPlan(name=spec.name, keys=keys, train=train, keep_models=storage.keep_models,
-                        min_free_bytes=int(storage.min_free_gb * 1e9), resume=storage.resume)
+    return TrainingPlan(name=spec.name, keys=keys, train=train, method_keys=method_keys,
+                        data_keys={cell: by_cell[cell][0].key for cell in keys}, keep_models=storage.keep_models,
+                        min_free_bytes=int(storage.min_free_gb * 1e9), resume=storage.resume,
+                        trained_since=storage.trained_since)
 
 
 # ----------------------------------------------------------------------------- evaluation

@@ -92,12 +92,11 @@ class StoredTrial:
 
 @dataclass(frozen=True, eq=False)
 class TrainingPlan:
-    """What the training node hands to the models dataset: the training key of every
-    (setting, trial), its data key and the method keys of its methods ({label:
-`identity.method_key`}), and
-    `train(cells, reused)`, which trains the given cells and yields their `StoredTrial` in
-    order as they finish (the dataset skips the cells already stored, and passes the methods
-    it found already trained: reused = {cell: {label: (method, trial file)}})."""
+    """What the training node hands to the models dataset: per (setting, trial), its training
+    key, its data key and the method keys of its methods ({label: `identity.method_key`});
+    and `train(cells, reused)`, which trains the given cells and yields their `StoredTrial`
+    as they finish (the dataset skips the cells already stored, and passes the methods it
+    found already trained: reused = {cell: {label: (method, trial file)}})."""
 
     name: str
     keys: dict
@@ -239,19 +238,21 @@ class MethodIndex:
         pointers = {}
         for label, key in keys.items():
             try:
-                pointers[label] = json.loads(self._pointer(key).read_text())
+                pointer = json.loads(self._pointer(key).read_text())
+                pointers[label] = (str(pointer["file"]), str(pointer["label"]))
             except FileNotFoundError:
                 continue
-            except (OSError, ValueError) as exc:
-                log.warning("unreadable method pointer %s (%s): the method is trained again", self._pointer(key), exc)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                log.warning("unreadable method pointer %s (%s: %s): the method is trained again", self._pointer(key),
+                            type(exc).__name__, exc)
         found, trials = {}, {}
-        for label, pointer in pointers.items():
-            path = (self.directory / pointer["file"]).resolve()
+        for label, (file, stored_label) in pointers.items():
+            path = (self.directory / file).resolve()
             if path not in trials:  # a trial file is named by its training key, which load checks
                 fresh = path.exists() and (written_since is None or path.stat().st_mtime >= written_since)
                 trials[path] = TrialStore(path.parent).load(path.stem) if fresh else None
             stored = trials[path]
-            method = None if stored is None else stored.methods.get(pointer["label"])
+            method = None if stored is None else stored.methods.get(stored_label)
             if method is None or getattr(method, "data_key", None) != data_key:
                 log.info("method pointer %s is stale (%s): the method is trained again", self._pointer(keys[label]),
                          "its trial file is gone or older than storage.trained_since" if stored is None

@@ -21,7 +21,7 @@ import re
 import shutil
 from pathlib import Path
 
-from mom_pipeline.experiments.storage import TrialStore
+from mom_pipeline.experiments.storage import MethodIndex, TrialStore
 
 VERSION = re.compile(r"^\d{4}-\d\d-\d\dT\d\d\.\d\d\.\d\d\.\d{3}Z$")
 
@@ -83,18 +83,10 @@ def clean(data: Path, keep: int, dry_run: bool = False) -> list[Path]:
         if not dry_run:
             TrialStore(index).remove_stale_temporaries()
         gone = {path.resolve() for path in removed}
-        for pointer in sorted(index.glob("*.json")):
-            target = _pointer_target(pointer)
+        for pointer, target in MethodIndex(index).targets().items():
             if target is None or target in gone or not target.exists():
                 remove(pointer)
     return removed
-
-
-def _pointer_target(pointer: Path) -> Path | None:
-    try:
-        return (pointer.parent / json.loads(pointer.read_text())["file"]).resolve()
-    except (OSError, ValueError, KeyError):
-        return None
 
 
 def report(data: Path) -> str:

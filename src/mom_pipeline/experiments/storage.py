@@ -230,6 +230,22 @@ class MethodIndex:
     def _pointer(self, key: str) -> Path:
         return self.directory / f"{key}.json"
 
+    def _read(self, pointer: Path) -> tuple[Path, str]:
+        """(trial file, label) of a pointer file; OSError, ValueError, KeyError or TypeError
+        when it is missing or unreadable."""
+        content = json.loads(pointer.read_text())
+        return (self.directory / str(content["file"])).resolve(), str(content["label"])
+
+    def targets(self) -> dict[Path, Path | None]:
+        """Every pointer file and the trial file it names (None: unreadable)."""
+        out = {}
+        for pointer in sorted(self.directory.glob("*.json")):
+            try:
+                out[pointer] = self._read(pointer)[0]
+            except (OSError, ValueError, KeyError, TypeError):
+                out[pointer] = None
+        return out
+
     def find(self, keys: dict[str, str], data_key: str,
              written_since: float | None = None) -> dict[str, tuple[object, Path]]:
         """{label: (stored method, trial file)} for the labels of `keys` ({label: method key})
@@ -238,16 +254,14 @@ class MethodIndex:
         pointers = {}
         for label, key in keys.items():
             try:
-                pointer = json.loads(self._pointer(key).read_text())
-                pointers[label] = (str(pointer["file"]), str(pointer["label"]))
+                pointers[label] = self._read(self._pointer(key))
             except FileNotFoundError:
                 continue
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 log.warning("unreadable method pointer %s (%s: %s): the method is trained again", self._pointer(key),
                             type(exc).__name__, exc)
         found, trials = {}, {}
-        for label, (file, stored_label) in pointers.items():
-            path = (self.directory / file).resolve()
+        for label, (path, stored_label) in pointers.items():
             if path not in trials:  # a trial file is named by its training key, which load checks
                 fresh = path.exists() and (written_since is None or path.stat().st_mtime >= written_since)
                 trials[path] = TrialStore(path.parent).load(path.stem) if fresh else None

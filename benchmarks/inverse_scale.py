@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 
+from mom_pipeline.methods.mom_dual import threads_of
 from mom_pipeline.solvers.policy import block_ipm_bytes
 
 GRIDS = ((5, 5), (10, 10), (20, 20))
@@ -65,7 +66,7 @@ def worker(grid, T: int) -> dict:
     trial = generate_shortest_path(T, 0, degree=4, grid=grid, n_features=N_FEATURES, seed=0)
     X = trial.lp.solve(trial.train.C, need_basis=False).x
     started = time.perf_counter()
-    model = MOM(lam=LAM, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
+    model = MOM(lam=LAM, formulation="dual", n_jobs=-1).fit(trial.train.Z, X, lp=trial.lp)
     seconds = time.perf_counter() - started
     peak = peak_gigabytes()
     # The rest of the fit: bases completed from x*, reduced-cost operators, duals, flows.
@@ -117,7 +118,8 @@ def seconds_per_block_step(grid) -> tuple[float, float, list[dict]]:
 
 
 def main(budget_gb: float, limit: float) -> None:
-    print(f"inverse LP from x* alone: dual-formulation MOM, d = {N_FEATURES}, lambda = {LAM:g}, degree 4; "
+    print(f"inverse LP from x* alone: dual-formulation MOM (n_jobs=-1: {threads_of(-1)} threads), d = {N_FEATURES}, "
+          f"lambda = {LAM:g}, degree 4; "
           f"budget {budget_gb:g} GB, {limit:.0f} s per fit")
     # The largest grid first: one Newton step at tiny T, so that its fits can be projected.
     per_block, factor, steps = seconds_per_block_step(GRIDS[-1])

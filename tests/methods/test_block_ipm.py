@@ -126,3 +126,41 @@ def test_a_step_that_overflows_ends_in_a_solution_not_an_error():
     reference = MOM(lam=1e-2, formulation="dual", solver="cvxpy").fit(trial.train.Z, X, lp=trial.lp)
     assert np.isfinite(model.coef_).all()
     assert model.objective_ == pytest.approx(reference.objective_, rel=1e-6)
+
+
+@pytest.mark.parametrize("chunk_bytes", [None, 2**12])
+def test_threads_change_nothing_in_the_solution(monkeypatch, chunk_bytes):
+    """The blocks are shared out in fixed parts and lanes, summed in their order: two or three
+    threads give bit for bit the one-thread result (with one chunk per lane and with many small
+    chunks per lane), which is cvxpy's optimum."""
+    import mom_pipeline.solvers.block_hinge_ipm as block_ipm
+
+    if chunk_bytes is not None:
+        monkeypatch.setattr(block_ipm, "CHUNK_BYTES", chunk_bytes)
+    rng = np.random.default_rng(3)
+    T, K, q, n, d = 37, 5, 3, 6, 3  # T not a multiple of the lanes: an uneven last part
+    M, N, Z = rng.normal(size=(T, K, n)), rng.normal(size=(T, K, q)), rng.normal(size=(T, d))
+    W1, U1, info1 = block_hinge_qp(M, N, Z, 1e-2, 1.0 / T)
+    for threads in (2, 3):
+        W, U, info = block_hinge_qp(M, N, Z, 1e-2, 1.0 / T, threads=threads)
+        assert np.array_equal(W, W1) and np.array_equal(U, U1)
+        assert info["iterations"] == info1["iterations"]
+    assert _objective(W1, U1, M, N, Z, 1e-2, 1.0 / T) == pytest.approx(_cvxpy_reference(M, N, Z, 1e-2, 1.0 / T),
+                                                                          rel=1e-6)
+
+
+def test_mom_n_jobs_gives_the_same_dual_fit_and_checks_its_value():
+    trial, X = _degenerate_trial("shortest_path", 50, seed=6)
+    lambdas = [1e-4, 1e-1]
+    serial = MOM.fit_many([MOM(lam=lam, formulation="dual") for lam in lambdas], trial.train.Z, X, lp=trial.lp)
+    threaded = MOM.fit_many([MOM(lam=lam, formulation="dual", n_jobs=-1) for lam in lambdas], trial.train.Z, X,
+                            lp=trial.lp)
+    for one, other in zip(serial, threaded):
+        assert np.array_equal(one.coef_, other.coef_)
+    single = MOM(lam=1e-1, formulation="dual", n_jobs=2).fit(trial.train.Z, X, lp=trial.lp)
+    assert np.array_equal(single.coef_, MOM(lam=1e-1, formulation="dual").fit(trial.train.Z, X, lp=trial.lp).coef_)
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match="n_jobs"):
+            MOM(lam=1e-1, formulation="dual", n_jobs=bad).fit(trial.train.Z, X, lp=trial.lp)
+        with pytest.raises(ValueError, match="n_jobs"):
+            MOM(lam=1e-1, n_jobs=bad).fit(trial.train.Z, X, lp=trial.lp)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..lp import StandardFormLP
 from .base import LinearCostModel, check_features, check_samples, estimator_hyperparameters, resolve_lp
-from .mom_dual import dual_formulation_objective, solve_dual_formulation, solve_dual_formulation_path
+from .mom_dual import dual_formulation_objective, solve_dual_formulation, solve_dual_formulation_path, threads_of
 from .mom_problem import (SUPPORT_TOL, hinge_rows, mom_hinge_loss, mom_objective, operators_of_bases,
                           optimality_margins, support_mask)
 from .mom_solve import SOLVERS, _check_hyperparameters, solve_hinge_qp, solve_hinge_qp_cvxpy, solve_mom, solve_mom_path
@@ -42,6 +42,9 @@ class MOM(LinearCostModel):
             or "dual" (no basis: free duals, zero reduced cost on supp(x*)).
         radius: None or the radius of the ball ||Theta||_F <= radius (the set K of the paper).
         tol: margin tolerance of the working-set method's termination test.
+        n_jobs: threads of the dual formulation's block method (None: 1; -1: every core this
+            process may use); the result does not depend on it. The basis formulation's
+            working sets are too small to share out and ignore it.
 
     Learned: coef_ (n, d), objective_ (optimal training objective), solver_info_ (dict),
     n_iter_ (working-set rounds; 1 for Clarabel on the whole problem), n_features_in_; with
@@ -56,6 +59,7 @@ class MOM(LinearCostModel):
     formulation: str = "basis"
     radius: float | None = None
     tol: float = 1e-8
+    n_jobs: int | None = None
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
         """Fit from features Z (T, d) and observed optimal solutions X_star (T, n) or bases (T, m).
@@ -69,6 +73,7 @@ class MOM(LinearCostModel):
         if self.formulation not in FORMULATIONS:
             raise ValueError(f"unknown formulation {self.formulation!r}; choose one of {FORMULATIONS}")
         _check_hyperparameters(self.lam, self.radius, self.tol)
+        threads = threads_of(self.n_jobs)
         Z = check_features(Z)
         T = Z.shape[0]
         start = time.perf_counter()
@@ -81,7 +86,7 @@ class MOM(LinearCostModel):
                 raise ValueError(f"the LP has {problem.A.shape[0]} samples but Z has {T}")
             # Any basis containing the supports parametrizes the same problem (see there).
             Theta, y, info = solve_dual_formulation(problem.A, problem.basis_from_solution(X), X, Z, self.lam,
-                                                    self.radius, self.solver)
+                                                    self.radius, self.solver, threads=threads)
             self._set_dual_solution(Theta, y, info, problem.A, X, Z)
         else:
             constraint_matrix, basis = self._bases(Z, X_star, A, b, lp, basis)
@@ -121,6 +126,7 @@ class MOM(LinearCostModel):
         groups: dict[float, list] = {}
         dual_path = []
         for model in models:
+            threads_of(model.n_jobs)
             if model.solver in ("auto", "fast") and model.radius is None:
                 _check_hyperparameters(model.lam, None, model.tol)
                 if model.formulation == "dual":
@@ -162,7 +168,8 @@ class MOM(LinearCostModel):
         X = _check_solutions(X_star, Z.shape[0], problem.n)
         start = time.perf_counter()
         path = solve_dual_formulation_path(problem.A, problem.basis_from_solution(X), X, Z,
-                                           [model.lam for model in models])
+                                           [model.lam for model in models],
+                                           threads=max(threads_of(model.n_jobs) for model in models))
         seconds = (time.perf_counter() - start) / len(models)
         for model, (Theta, y, info) in zip(models, path):
             model._set_dual_solution(Theta, y, info, problem.A, X, Z)

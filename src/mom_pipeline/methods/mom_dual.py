@@ -7,6 +7,7 @@ the basis formulation; on degenerate LPs (shortest path) it does not have to pic
 
 from __future__ import annotations
 
+import os
 import time
 
 import clarabel
@@ -21,8 +22,19 @@ from ..solvers.policy import block_ipm_fits
 from .mom_problem import hinge_rows, operators_of_bases, support_mask
 
 
+def threads_of(n_jobs: int | None) -> int:
+    """Threads for n_jobs (scikit-learn's convention: None is 1, -1 every core this process may use)."""
+    if n_jobs is None:
+        return 1
+    if isinstance(n_jobs, bool) or int(n_jobs) != n_jobs or not (n_jobs >= 1 or n_jobs == -1):
+        raise ValueError(f"n_jobs must be None, -1 or a positive integer; got {n_jobs!r}")
+    if n_jobs == -1:
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return int(n_jobs)
+
+
 def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = None,
-                           solver: str = "auto") -> tuple[np.ndarray, np.ndarray, dict]:
+                           solver: str = "auto", threads: int = 1) -> tuple[np.ndarray, np.ndarray, dict]:
     """MOM without a basis (the problem and its parametrization: `solve_dual_formulation_clarabel`).
 
     solver "auto"/"fast": the block interior-point method of `solvers.block_hinge_ipm` (the
@@ -30,15 +42,16 @@ def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = No
     costs u_t in a small system); with a ball constraint, with "cvxpy" (the reference), or when
     the block method fails (recorded in info["block_ipm_failure"]) or its dense arrays would not
     fit (`solvers.policy.block_ipm_fits`), one Clarabel solve of the whole sparse problem.
+    threads: threads of the block method's Newton steps (same result whatever their number).
     The block method's multipliers give info["flows"] (T, n), a dual certificate
     (`dual_formulation_certificate`); None after Clarabel.
     """
     if radius is not None or solver == "cvxpy":
         return solve_dual_formulation_clarabel(A, basis, X, Z, lam, radius)
-    return solve_dual_formulation_path(A, basis, X, Z, [lam])[0]
+    return solve_dual_formulation_path(A, basis, X, Z, [lam], threads)[0]
 
 
-def solve_dual_formulation_path(A, basis, X, Z, lams) -> list[tuple[np.ndarray, np.ndarray, dict]]:
+def solve_dual_formulation_path(A, basis, X, Z, lams, threads: int = 1) -> list[tuple[np.ndarray, np.ndarray, dict]]:
     """[(Theta, y, info)] for every lam of `lams` (no ball, the block method where it fits).
 
     The block problem (reduced-cost operators, rows on u) is built once; the lams are solved
@@ -49,10 +62,10 @@ def solve_dual_formulation_path(A, basis, X, Z, lams) -> list[tuple[np.ndarray, 
     # One BLAS thread throughout: batched small factorizations, which a multi-threaded BLAS on
     # a loaded machine slows down many times over.
     with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
-        return _solve_path(A, basis, X, Z, lams)
+        return _solve_path(A, basis, X, Z, lams, threads)
 
 
-def _solve_path(A, basis, X, Z, lams) -> list[tuple[np.ndarray, np.ndarray, dict]]:
+def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np.ndarray, dict]]:
     Z = np.asarray(Z, dtype=float)
     A = np.asarray(A, dtype=float)
     T = Z.shape[0]
@@ -79,7 +92,8 @@ def _solve_path(A, basis, X, Z, lams) -> list[tuple[np.ndarray, np.ndarray, dict
         lam = float(lams[index])
         started = time.perf_counter()
         try:
-            W, U, info = block_hinge_qp(M, rows_on_u, Z / sigma, lam / sigma**2, 1.0 / T, start=start)
+            W, U, info = block_hinge_qp(M, rows_on_u, Z / sigma, lam / sigma**2, 1.0 / T, start=start,
+                                        threads=threads)
         except RuntimeError as error:
             # Free reduced costs that no row bounds from above (a direction of u along which
             # every margin grows) make the barrier problem unbounded and the block method

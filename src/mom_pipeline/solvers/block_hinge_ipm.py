@@ -25,6 +25,9 @@ the duality gap, is below gap_tol * max(|objective|, GAP_FLOOR).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+
 import numpy as np
 
 from .dense_cholesky import cho_factor_symmetric, cho_solve_factor
@@ -32,6 +35,12 @@ from .interior_point import longest_step
 
 # Newton steps factor the blocks in chunks of about this many bytes of temporaries.
 CHUNK_BYTES = 2**27
+# The chunks are dealt to LANES lanes (chunk k to lane k % LANES), each summing its own part of
+# the Schur complement; the parts are added in lane order, so the result is the same whatever
+# number of threads runs the lanes. Lanes need one Schur-sized array each: a Schur complement
+# larger than LANE_BYTES is summed in one lane.
+LANES = 4
+LANE_BYTES = 2**26
 # Gondzio centrality correctors per Newton step (each one more solve with the same factors),
 # tried when the corrected Mehrotra step is shorter than CORRECTED_BELOW.
 CENTRALITY_CORRECTORS = 2
@@ -49,24 +58,52 @@ class BlockHingeRows:
     """Products with the rows of the block hinge QP: M (T, K, n), N (T, K, q), Z (T, d).
 
     Rows of block t: the K coupled rows m_tk'(W z_t) + n_tk'u_t, then the q local rows u_tj;
-    margins and multipliers are (T, K + q) arrays in that order.
+    margins and multipliers are (T, K + q) arrays in that order. The blocks are split into
+    LANES fixed parts (`parts`), each one's products computed by `each` on the thread pool when
+    there is one; sums over blocks add the parts' sums in part order, so results do not depend
+    on the number of threads.
     """
 
-    def __init__(self, M: np.ndarray, N: np.ndarray, Z: np.ndarray):
+    def __init__(self, M: np.ndarray, N: np.ndarray, Z: np.ndarray, pool: ThreadPoolExecutor | None = None):
         self.M, self.N, self.Z = M, N, Z
         self.T, self.K, self.n = M.shape
         self.q, self.d = N.shape[2], Z.shape[1]
+        size = -(-self.T // LANES)
+        self.parts = [slice(start, start + size) for start in range(0, self.T, size)]
+        self.pool = pool
+
+    def each(self, function) -> list:
+        """[function(part) for part in parts], on the pool's threads when there is one."""
+        return list(self.pool.map(function, self.parts) if self.pool is not None else map(function, self.parts))
 
     def margins(self, W: np.ndarray, U: np.ndarray) -> np.ndarray:
-        costs = self.Z @ W.T
-        coupled = (self.M @ costs[:, :, None])[..., 0] + (self.N @ U[:, :, None])[..., 0]
-        return np.concatenate([coupled, U], axis=1)
+        margins = np.empty((self.T, self.K + self.q))
+
+        def fill(part: slice) -> None:
+            costs = self.Z[part] @ W.T
+            margins[part, :self.K] = (self.M[part] @ costs[:, :, None])[..., 0] + (self.N[part] @ U[part, :, None])[..., 0]
+            margins[part, self.K:] = U[part]
+
+        self.each(fill)
+        return margins
 
     def transpose(self, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """H' alpha as (W part (n, d), U part (T, q))."""
-        coupled = alpha[:, None, :self.K]
-        per_cost = (coupled @ self.M)[:, 0, :]
-        return per_cost.T @ self.Z, (coupled @ self.N)[:, 0, :] + alpha[:, self.K:]
+        pull_U = np.empty((self.T, self.q))
+
+        def pull(part: slice) -> np.ndarray:
+            coupled = alpha[part, None, :self.K]
+            pull_U[part] = (coupled @ self.N[part])[:, 0, :] + alpha[part, self.K:]
+            return (coupled @ self.M[part])[:, 0, :].T @ self.Z[part]
+
+        return _sum_in_order(self.each(pull)), pull_U
+
+
+def _sum_in_order(terms: list[np.ndarray]) -> np.ndarray:
+    total = terms[0].copy()
+    for term in terms[1:]:
+        total += term
+    return total
 
 
 def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int | None = None):
@@ -80,25 +117,38 @@ def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int |
     near the optimum: measured, their steps stall at dual residuals of 1e-5.) The blocks are
     factored `chunk` at a time, so the K x n and (K + q)^2 temporaries never exist for every
     block at once; what the solves need is kept: R_t^-1 and Q'D^1/2 [M_t; 0] (q x q, q x n).
+    With a thread pool (`rows.pool`) the lanes of chunks (LANES) are factored in parallel:
+    numpy's batched QR, inverses and products release the GIL.
     """
     M, N, Z = rows.M, rows.N, rows.Z
     T, K, n, d, q = rows.T, rows.K, rows.n, rows.d, rows.q
     root = 1.0 / np.sqrt(e)
     per_block = (K + q) * (K + q) * 2 + K * n * 2 + n * n
-    chunk = chunk or max(1, int(CHUNK_BYTES // (8 * per_block)))
-    schur = np.zeros((n * n, d * d))
+    lanes = LANES if 8 * (n * d) ** 2 <= LANE_BYTES else 1
+    chunk = chunk or min(max(1, int(CHUNK_BYTES // (8 * per_block))), -(-T // lanes))
+    starts = list(range(0, T, chunk))
     R_inverse, QtB = np.empty((T, q, q)), np.empty((T, q, n))
-    for start in range(0, T, chunk):
-        part = slice(start, start + chunk)
-        local = np.concatenate([root[part, :K, None] * N[part], root[part, K:, None] * np.eye(q)], axis=1)
-        Q, R = np.linalg.qr(local, mode="complete")  # (chunk, K + q, K + q)
-        weighted_M = root[part, :K, None] * M[part]
-        QtB[part] = np.swapaxes(Q[:, :K, :q], 1, 2) @ weighted_M  # Q' D^1/2 [M; 0]
-        F = np.swapaxes(Q[:, :K, q:], 1, 2) @ weighted_M  # (chunk, K, n)
-        G = np.swapaxes(F, 1, 2) @ F
-        outer = (Z[part, :, None] * Z[part, None, :]).reshape(-1, d * d)
-        schur += G.reshape(-1, n * n).T @ outer
-        R_inverse[part] = np.linalg.inv(R[:, :q])
+
+    def factor_lane(lane: int) -> np.ndarray:
+        """The lane's part of sum_t kron(F_t'F_t, z_t z_t') as (n n, d d); fills its blocks'
+        R_t^-1 and Q'D^1/2 [M_t; 0]."""
+        schur = np.zeros((n * n, d * d))
+        for start in starts[lane::lanes]:
+            part = slice(start, start + chunk)
+            local = np.concatenate([root[part, :K, None] * N[part], root[part, K:, None] * np.eye(q)], axis=1)
+            Q, R = np.linalg.qr(local, mode="complete")  # (chunk, K + q, K + q)
+            weighted_M = root[part, :K, None] * M[part]
+            QtB[part] = np.swapaxes(Q[:, :K, :q], 1, 2) @ weighted_M  # Q' D^1/2 [M; 0]
+            F = np.swapaxes(Q[:, :K, q:], 1, 2) @ weighted_M  # (chunk, K, n)
+            G = np.swapaxes(F, 1, 2) @ F
+            outer = (Z[part, :, None] * Z[part, None, :]).reshape(-1, d * d)
+            schur += G.reshape(-1, n * n).T @ outer
+            R_inverse[part] = np.linalg.inv(R[:, :q])
+        return schur
+
+    used_lanes = range(min(lanes, len(starts)))
+    pool = rows.pool
+    schur = _sum_in_order(list(pool.map(factor_lane, used_lanes) if pool is not None else map(factor_lane, used_lanes)))
     schur = schur.reshape(n, n, d, d).transpose(0, 2, 1, 3).reshape(n * d, n * d)
     schur[np.diag_indices(n * d)] += lam
     factor = cho_factor_symmetric(schur, overwrite=True)
@@ -106,10 +156,20 @@ def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int |
     QtB_T = np.swapaxes(QtB, 1, 2)
 
     def solve(b_W: np.ndarray, b_U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        v = R_inverse_T @ b_U[:, :, None]  # R'^-1 b_U, (T, q, 1)
-        rhs = b_W - (QtB_T @ v)[..., 0].T @ Z
+        v = np.empty((T, q, 1))
+
+        def back(part: slice) -> np.ndarray:
+            v[part] = R_inverse_T[part] @ b_U[part, :, None]  # R'^-1 b_U
+            return (QtB_T[part] @ v[part])[..., 0].T @ Z[part]
+
+        rhs = b_W - _sum_in_order(rows.each(back))
         d_W = cho_solve_factor(factor, rhs.ravel()).reshape(n, d)
-        d_U = (R_inverse @ (v - QtB @ (Z @ d_W.T)[:, :, None]))[..., 0]
+        d_U = np.empty((T, q))
+
+        def forward(part: slice) -> None:
+            d_U[part] = (R_inverse[part] @ (v[part] - QtB[part] @ (Z[part] @ d_W.T)[:, :, None]))[..., 0]
+
+        rows.each(forward)
         return d_W, d_U
 
     return solve
@@ -117,7 +177,7 @@ def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int |
 
 def block_hinge_qp(M: np.ndarray, N: np.ndarray, Z: np.ndarray, lam: float, weight: float, tol: float = 1e-9,
                    gap_tol: float = 1e-9, breakdown_tol: float = 1e-6, breakdown_gap_tol: float = 1e-7, max_iter: int = 100,
-                   start: tuple[np.ndarray, np.ndarray] | None = None,
+                   start: tuple[np.ndarray, np.ndarray] | None = None, threads: int = 1,
                    ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Solve the block hinge QP (module docstring).
 
@@ -130,12 +190,21 @@ def block_hinge_qp(M: np.ndarray, N: np.ndarray, Z: np.ndarray, lam: float, weig
             complementarity accepted when the Newton system breaks down at the very end.
         start: None (a cold start) or (W, U) of a neighbouring problem (the previous lam of a
             path).
+        threads: threads factoring the blocks of a Newton step (the result does not depend on it).
     Returns:
         W (n, d), U (T, q) and an info dict (iterations, gap, the rows' multipliers). Raises
         RuntimeError when the iterations stall or the Newton system breaks down, naming the
         iteration.
     """
-    rows = BlockHingeRows(M, N, Z)
+    if int(threads) != threads or threads < 1:
+        raise ValueError(f"threads must be a positive integer; got {threads!r}")
+    with ThreadPoolExecutor(int(threads)) if threads > 1 else nullcontext() as pool:
+        return _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown_gap_tol, max_iter, start,
+                               pool)
+
+
+def _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown_gap_tol, max_iter, start, pool):
+    rows = BlockHingeRows(M, N, Z, pool)
     T, R, n = M.shape[0], M.shape[1] + N.shape[2], M.shape[2]
     k = T * R
     alpha = np.full((T, R), 0.5 * weight)

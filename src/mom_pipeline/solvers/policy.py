@@ -80,10 +80,13 @@ BLOCK_IPM_MAX_BYTES = 4 * 2**30
 def block_ipm_bytes(T: int, K: int, q: int, n: int, d: int) -> float:
     """Estimated bytes of the arrays of one Newton step of `block_hinge_ipm` (float64): per
     block M_t and N_t (the problem), R_t^-1 and Q'D^1/2 [M_t; 0] (kept for the solves) and
-    about 30 vectors of its K + q rows; the Theta system three times; and two chunks of
-    factorization temporaries (`block_hinge_ipm.CHUNK_BYTES`)."""
+    about 30 vectors of its K + q rows; the Theta system three times, and its four lane sums
+    when they are used (`block_hinge_ipm.LANES`, up to 64 MB each); and two chunks of
+    factorization temporaries (`block_hinge_ipm.CHUNK_BYTES`: one per thread on two cores)."""
     per_block = K * n + K * q + q * q + q * n + (K + q) * 30
-    return 8.0 * (T * per_block + 3 * (n * d) ** 2) + 2 * 2**27
+    schur = 8.0 * (n * d) ** 2
+    lanes = 4 * schur if schur <= 2**26 else 0.0
+    return 8.0 * T * per_block + 3 * schur + lanes + 2 * 2**27
 
 
 def block_ipm_fits(T: int, K: int, q: int, n: int, d: int) -> bool:

@@ -7,10 +7,10 @@ the basis formulation; on degenerate LPs (shortest path) it does not have to pic
 
 from __future__ import annotations
 
-import os
 import time
 
 import clarabel
+import joblib
 import numpy as np
 import scipy.sparse as sp
 import threadpoolctl
@@ -23,14 +23,14 @@ from .mom_problem import hinge_rows, operators_of_bases, support_mask
 
 
 def threads_of(n_jobs: int | None) -> int:
-    """Threads for n_jobs (scikit-learn's convention: None is 1, -1 every core this process may use)."""
+    """Threads for n_jobs: None is 1, -1 every core this process may use (`joblib.cpu_count`,
+    which reads the CPU affinity and container limits). Unlike scikit-learn, no
+    `joblib.parallel_config` changes None: trial workers keep to one thread each."""
     if n_jobs is None:
         return 1
     if isinstance(n_jobs, bool) or int(n_jobs) != n_jobs or not (n_jobs >= 1 or n_jobs == -1):
         raise ValueError(f"n_jobs must be None, -1 or a positive integer; got {n_jobs!r}")
-    if n_jobs == -1:
-        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return int(n_jobs)
+    return int(joblib.cpu_count()) if n_jobs == -1 else int(n_jobs)
 
 
 def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = None,

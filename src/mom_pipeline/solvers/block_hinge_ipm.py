@@ -100,7 +100,9 @@ class BlockHingeRows:
 
 
 def _sum_in_order(terms: list[np.ndarray]) -> np.ndarray:
-    total = terms[0].copy()
+    """The sum of the parts' fresh arrays, added in part order (into the first, without a copy:
+    a Schur complement of 6,080 unknowns is 300 MB)."""
+    total = terms[0]
     for term in terms[1:]:
         total += term
     return total

@@ -122,15 +122,21 @@ def _flows(A, X, multipliers, row_columns) -> dict:
     flows = np.zeros((T, n))
     real = row_columns >= 0  # padded u slots have no column
     flows[np.nonzero(real)[0], row_columns[real]] = multipliers[real]
-    A_stack = np.broadcast_to(A, (T,) + A.shape[-2:])
+    # One constraint matrix for every sample: no (samples, m, n) copies of it (1.4 GB each on
+    # the 180-arc grid at T = 10,000).
+    shared = A.ndim == 2
     support = support_mask(X)
     for size in np.unique(support.sum(axis=1)):
         samples = np.flatnonzero(support.sum(axis=1) == size)
         columns = np.nonzero(support[samples])[1].reshape(samples.size, size)
-        A_support = np.take_along_axis(A_stack[samples], columns[:, None, :], axis=2)  # (s, m, size)
-        pushed = -np.einsum("smn,sn->sm", A_stack[samples], flows[samples])
+        if shared:
+            A_support = np.moveaxis(A[:, columns], 0, 1)  # (s, m, size)
+            pushed = -(flows[samples] @ A.T)
+        else:
+            A_support = np.take_along_axis(A[samples], columns[:, None, :], axis=2)
+            pushed = -np.einsum("smn,sn->sm", A[samples], flows[samples])
         flows[samples[:, None], columns] = (np.linalg.pinv(A_support) @ pushed[..., None])[..., 0]
-    residual = np.einsum("tmn,tn->tm", A_stack, flows)
+    residual = flows @ A.T if shared else np.einsum("tmn,tn->tm", A, flows)
     return dict(flows=flows, flow_residual=float(np.abs(residual).max()))
 
 

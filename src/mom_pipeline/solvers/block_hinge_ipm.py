@@ -74,7 +74,7 @@ class BlockHingeRows:
 
     def each(self, function) -> list:
         """[function(part) for part in parts], on the pool's threads when there is one."""
-        return list(self.pool.map(function, self.parts) if self.pool is not None else map(function, self.parts))
+        return _map_on(self.pool, function, self.parts)
 
     def margins(self, W: np.ndarray, U: np.ndarray) -> np.ndarray:
         margins = np.empty((self.T, self.K + self.q))
@@ -97,6 +97,11 @@ class BlockHingeRows:
             return (coupled @ self.M[part])[:, 0, :].T @ self.Z[part]
 
         return _sum_in_order(self.each(pull)), pull_U
+
+
+def _map_on(pool: ThreadPoolExecutor | None, function, items) -> list:
+    """[function(item) for item in items], in order, on the pool's threads when there is one."""
+    return list(pool.map(function, items) if pool is not None else map(function, items))
 
 
 def _sum_in_order(terms: list[np.ndarray]) -> np.ndarray:
@@ -148,9 +153,7 @@ def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int |
             R_inverse[part] = np.linalg.inv(R[:, :q])
         return schur
 
-    used_lanes = range(min(lanes, len(starts)))
-    pool = rows.pool
-    schur = _sum_in_order(list(pool.map(factor_lane, used_lanes) if pool is not None else map(factor_lane, used_lanes)))
+    schur = _sum_in_order(_map_on(rows.pool, factor_lane, range(min(lanes, len(starts)))))
     schur = schur.reshape(n, n, d, d).transpose(0, 2, 1, 3).reshape(n * d, n * d)
     schur[np.diag_indices(n * d)] += lam
     factor = cho_factor_symmetric(schur, overwrite=True)

@@ -71,7 +71,7 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
     T = Z.shape[0]
     m, n = A.shape[-2:]
     q = max(1, int((m - support_mask(X).sum(axis=1)).max()))  # free reduced costs per sample, at most
-    if not block_ipm_fits(T, n - m, q, n, Z.shape[1]):
+    if not block_ipm_fits(T, n - m, q, n, Z.shape[1], m, threads):
         return [solve_dual_formulation_clarabel(A, basis, X, Z, lam) for lam in lams]
     M, sample_of_u, position_of_u, extra = _free_reduced_costs(A, basis, X)
     K, q = M.shape[1], max(1, int(extra.sum(axis=1).max()))

@@ -113,6 +113,38 @@ def _sum_in_order(terms: list[np.ndarray]) -> np.ndarray:
     return total
 
 
+def _chunk_floats(K: int, q: int, n: int) -> int:
+    """Floats of factorization temporaries per block that set a chunk's size (Q, R, the weighted
+    rows, F, F'F)."""
+    return (K + q) * (K + q) * 2 + K * n * 2 + n * n
+
+
+def _chunk_blocks(T: int, K: int, q: int, n: int, d: int) -> tuple[int, int]:
+    """(lanes, blocks per chunk) of a Newton step's factorization."""
+    lanes = LANES if 8 * (n * d) ** 2 <= LANE_BYTES else 1
+    return lanes, min(max(1, int(CHUNK_BYTES // (8 * _chunk_floats(K, q, n)))), -(-T // lanes))
+
+
+# (K + q)-long vectors per block alive at a Newton step's peak: the iterate (alpha, nu, t, s),
+# residuals, e, and the direction candidates of the predictor, the corrector and the Gondzio
+# correctors (measured with tracemalloc, with a margin).
+STEP_VECTORS = 50
+
+
+def newton_step_bytes(T: int, K: int, q: int, n: int, d: int, threads: int = 1) -> float:
+    """Peak bytes of `block_hinge_qp` (float64), the problem's M and N included: per block M_t,
+    N_t, R_t^-1, Q'D^1/2 [M_t; 0] and STEP_VECTORS vectors of its K + q rows; the Theta system
+    three times and the lane sums; and the factorization chunks running at once (one per
+    thread, up to the lanes), each with the products' results and the QR's input
+    (q n + q q + (K + q) q per block) beside the temporaries that size it. Checked against tracemalloc in tests/methods/test_block_ipm.py."""
+    lanes, chunk = _chunk_blocks(T, K, q, n, d)
+    per_block = K * n + K * q + q * q + q * n + (K + q) * STEP_VECTORS
+    schur = 8.0 * (n * d) ** 2
+    running = min(int(threads), lanes, -(-T // chunk))
+    chunk_bytes = 8.0 * chunk * (_chunk_floats(K, q, n) + q * n + q * q + (K + q) * q)
+    return 8.0 * T * per_block + 3 * schur + (lanes * schur if lanes > 1 else 0.0) + running * chunk_bytes
+
+
 def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int | None = None):
     """A function solving (Lambda + H' diag(1/e) H) (dW, dU) = (bW, bU), Lambda = lam on W, 0 on U.
 
@@ -130,9 +162,8 @@ def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int |
     M, N, Z = rows.M, rows.N, rows.Z
     T, K, n, d, q = rows.T, rows.K, rows.n, rows.d, rows.q
     root = 1.0 / np.sqrt(e)
-    per_block = (K + q) * (K + q) * 2 + K * n * 2 + n * n
-    lanes = LANES if 8 * (n * d) ** 2 <= LANE_BYTES else 1
-    chunk = chunk or min(max(1, int(CHUNK_BYTES // (8 * per_block))), -(-T // lanes))
+    lanes, default_chunk = _chunk_blocks(T, K, q, n, d)
+    chunk = chunk or default_chunk
     starts = list(range(0, T, chunk))
     R_inverse, QtB = np.empty((T, q, q)), np.empty((T, q, n))
 
@@ -241,6 +272,9 @@ def _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown
         e = s / nu + t / alpha
         if not (np.isfinite(e).all() and e.min() > 0):
             break
+        # The previous step's solver goes first: its R_t^-1 and Q'D^1/2 [M_t; 0] are as large as
+        # the new one's (1.7 GB at 180 arcs and T = 10,000), and both alive at once set the peak.
+        solve = None
         try:
             solve = _newton_solver(rows, lam, e)
         except (np.linalg.LinAlgError, ValueError):

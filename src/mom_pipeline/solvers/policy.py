@@ -31,9 +31,9 @@ path, on every machine):
 * `path_warm_start(n_vars, n_rows)`: whether a regularization path (`hinge_path`) starts each
   constant from the previous optimum's active sets (else every constant is solved cold).
 
-* `block_ipm_fits(T, K, q, n, d)`: whether the block interior-point method
-  (`block_hinge_ipm`) of a dual-formulation MOM problem (T blocks of K coupled rows on n
-  costs, q free values each, d features) fits its dense Newton-step arrays in
+* `block_ipm_fits(T, K, q, n, d, m, threads)`: whether a dual-formulation MOM fit by the block
+  interior-point method (`block_hinge_ipm`; T blocks of K coupled rows on n costs, q free
+  values each, d features, m constraints, `threads` threads) fits its estimated peak in
   BLOCK_IPM_MAX_BYTES; otherwise MOM solves the whole sparse problem with Clarabel.
 
 `benchmarks/solver_policy.py` times every path on shapes on both sides of each threshold
@@ -43,6 +43,8 @@ and prints the table that backs these numbers (docs/benchmarks.md keeps the last
 from __future__ import annotations
 
 from typing import Literal
+
+from .block_hinge_ipm import newton_step_bytes
 
 # Restricted QP: the interior-point method up to this many unknowns, when rows > unknowns / 2.
 INTERIOR_POINT_MAX_VARS = 1000
@@ -73,25 +75,27 @@ WOODBURY_MAX_ROWS = 3000
 WOODBURY_MIN_VARS = 500
 
 
-# Block interior-point method: at most this many bytes of dense per-step arrays.
-BLOCK_IPM_MAX_BYTES = 4 * 2**30
+# Block interior-point method: at most this many bytes at its estimated peak. (The former budget
+# of 4 GB was applied to an estimate 1.5-1.6x below the measured peaks, so it admitted peaks of
+# about 6 GB: the 180-arc grid at T = 10,000 ran at 6.25 GB. The estimate is now checked against
+# tracemalloc; this budget admits the same problems. Beyond it Clarabel solves the whole sparse
+# problem, which needs less only when the blocks are few and large.)
+BLOCK_IPM_MAX_BYTES = 6 * 2**30
 
 
-def block_ipm_bytes(T: int, K: int, q: int, n: int, d: int) -> float:
-    """Estimated bytes of the arrays of one Newton step of `block_hinge_ipm` (float64): per
-    block M_t and N_t (the problem), R_t^-1 and Q'D^1/2 [M_t; 0] (kept for the solves) and
-    about 30 vectors of its K + q rows; the Theta system three times, and its four lane sums
-    when they are used (`block_hinge_ipm.LANES`, up to 64 MB each); and two chunks of
-    factorization temporaries (`block_hinge_ipm.CHUNK_BYTES`: one per thread on two cores)."""
-    per_block = K * n + K * q + q * q + q * n + (K + q) * 30
-    schur = 8.0 * (n * d) ** 2
-    lanes = 4 * schur if schur <= 2**26 else 0.0
-    return 8.0 * T * per_block + 3 * schur + lanes + 2 * 2**27
+def block_ipm_bytes(T: int, K: int, q: int, n: int, d: int, m: int = 0, threads: int = 1) -> float:
+    """Estimated peak bytes of a dual-formulation fit by the block interior-point method
+    (float64): the larger of its Newton steps (`block_hinge_ipm.newton_step_bytes`: the
+    problem's blocks, the kept factors, the step's vectors, the Theta systems and the
+    factorization chunks of `threads` threads) and of the duals y_t computed afterwards (the
+    problem's blocks beside the (T, m, m) basis matrices and their factorization)."""
+    duals = 8.0 * T * (K * n + K * q + 2 * m * m)
+    return max(newton_step_bytes(T, K, q, n, d, threads), duals)
 
 
-def block_ipm_fits(T: int, K: int, q: int, n: int, d: int) -> bool:
-    """True when the block interior-point method's Newton step fits in BLOCK_IPM_MAX_BYTES."""
-    return block_ipm_bytes(T, K, q, n, d) <= BLOCK_IPM_MAX_BYTES
+def block_ipm_fits(T: int, K: int, q: int, n: int, d: int, m: int = 0, threads: int = 1) -> bool:
+    """True when the block interior-point method's estimated peak fits in BLOCK_IPM_MAX_BYTES."""
+    return block_ipm_bytes(T, K, q, n, d, m, threads) <= BLOCK_IPM_MAX_BYTES
 
 
 def restricted_qp_method(n_vars: int, n_rows: int, ball: bool) -> Literal["interior_point", "box_dual", "clarabel"]:

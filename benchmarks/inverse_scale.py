@@ -44,9 +44,9 @@ def shapes(grid: tuple[int, int]) -> tuple[int, int, int]:
 
 
 def estimated_bytes(grid, T: int, d: int = N_FEATURES) -> float:
-    """Dense arrays of one Newton step of the block method (`solvers.policy.block_ipm_bytes`)."""
+    """The estimated peak of a fit by the block method on every core (`solvers.policy.block_ipm_bytes`)."""
     n, K, q = shapes(grid)
-    return block_ipm_bytes(T, K, q, n, d)
+    return block_ipm_bytes(T, K, q, n, d, n - K, threads_of(-1))
 
 
 def peak_gigabytes() -> float:

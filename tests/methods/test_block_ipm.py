@@ -171,7 +171,8 @@ def test_memory_estimate_covers_the_traced_peak_of_a_fit(monkeypatch, threads):
     """`policy.block_ipm_bytes` against tracemalloc's peak of a whole dual-formulation fit (the
     blocks, the Newton steps, the flows and the duals). Small factorization chunks make the
     per-block arrays, which grow with T, most of the peak, as they are at scale; the estimate
-    must cover the peak without being far above it (it was 1.5x below before)."""
+    must cover the peak without being far above it (it was 1.5x below before; it includes a
+    margin of 1.15 for what tracemalloc does not see)."""
     import tracemalloc
 
     import mom_pipeline.solvers.block_hinge_ipm as block_hinge_ipm
@@ -195,4 +196,4 @@ def test_memory_estimate_covers_the_traced_peak_of_a_fit(monkeypatch, threads):
     finally:
         tracemalloc.stop()
     assert info["solver"] == "block_ipm"
-    assert peak <= estimate <= 1.3 * peak, (peak / 2**20, estimate / 2**20)
+    assert peak <= estimate <= 1.5 * peak, (peak / 2**20, estimate / 2**20)

@@ -50,7 +50,7 @@ def test_both_dual_solvers_agree_on_degenerate_shortest_paths(lam):
     assert fast.objective_ == pytest.approx(conic.objective_, rel=1e-6)
 
 
-def test_problems_too_large_for_the_block_method_go_to_clarabel(monkeypatch):
+def test_problems_too_large_for_the_block_method_go_to_clarabel(monkeypatch, caplog):
     import mom_pipeline.methods.mom_dual as mom_dual
 
     trial = generate_shortest_path(80, 0, degree=4, eps_bar=0.5, seed=5)
@@ -60,6 +60,7 @@ def test_problems_too_large_for_the_block_method_go_to_clarabel(monkeypatch):
     whole = MOM(lam=1e-2, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
     assert block.solver_info_["solver"] == "block_ipm" and whole.solver_info_["solver"] == "clarabel"
     assert whole.objective_ == pytest.approx(block.objective_, rel=1e-6)
+    assert "exceeds its budget" in caplog.text and "T = 80 samples" in caplog.text
 
 
 def _degenerate_trial(name: str, n_train: int, seed: int):

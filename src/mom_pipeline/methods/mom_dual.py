@@ -7,6 +7,7 @@ the basis formulation; on degenerate LPs (shortest path) it does not have to pic
 
 from __future__ import annotations
 
+import logging
 import time
 
 import clarabel
@@ -18,8 +19,10 @@ import threadpoolctl
 from ..lp import basis_matrices, nonbasic_indices
 from ..solvers.block_hinge_ipm import block_hinge_qp
 from ..solvers.clarabel_qp import ball_block, solve_clarabel
-from ..solvers.policy import block_ipm_fits
+from ..solvers.policy import BLOCK_IPM_MAX_BYTES, block_ipm_bytes, block_ipm_fits
 from .mom_problem import hinge_rows, operators_of_bases, support_mask
+
+logger = logging.getLogger(__name__)
 
 
 def threads_of(n_jobs: int | None) -> int:
@@ -72,6 +75,12 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
     m, n = A.shape[-2:]
     q = max(1, int((m - support_mask(X).sum(axis=1)).max()))  # free reduced costs per sample, at most
     if not block_ipm_fits(T, n - m, q, n, Z.shape[1], m, threads):
+        # Said in the log: the whole sparse problem is a much slower solve, and on many samples
+        # of a large network it needs more memory still.
+        logger.warning("dual-formulation MOM: the block method's estimated peak (%.1f GB for T = %d samples of %d "
+                       "columns and %d rows) exceeds its budget of %.1f GB (solvers.policy.BLOCK_IPM_MAX_BYTES); "
+                       "solving the whole sparse problem with Clarabel instead", block_ipm_bytes(
+                           T, n - m, q, n, Z.shape[1], m, threads) / 2**30, T, n, m, BLOCK_IPM_MAX_BYTES / 2**30)
         return [solve_dual_formulation_clarabel(A, basis, X, Z, lam) for lam in lams]
     M, sample_of_u, position_of_u, extra = _free_reduced_costs(A, basis, X)
     K, q = M.shape[1], max(1, int(extra.sum(axis=1).max()))

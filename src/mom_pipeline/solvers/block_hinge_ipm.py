@@ -136,7 +136,8 @@ def newton_step_bytes(T: int, K: int, q: int, n: int, d: int, threads: int = 1) 
     N_t, R_t^-1, Q'D^1/2 [M_t; 0] and STEP_VECTORS vectors of its K + q rows; the Theta system
     three times and the lane sums; and the factorization chunks running at once (one per
     thread, up to the lanes), each with the products' results and the QR's input
-    (q n + q q + (K + q) q per block) beside the temporaries that size it. Checked against tracemalloc in tests/methods/test_block_ipm.py."""
+    (q n + q q + (K + q) q per block) beside the temporaries that size it. Checked against
+    tracemalloc in tests/methods/test_block_ipm.py."""
     lanes, chunk = _chunk_blocks(T, K, q, n, d)
     per_block = K * n + K * q + q * q + q * n + (K + q) * STEP_VECTORS
     schur = 8.0 * (n * d) ** 2

@@ -43,8 +43,9 @@ def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = No
     solver "auto"/"fast": the block interior-point method of `solvers.block_hinge_ipm` (the
     samples couple only through Theta: every Newton step eliminates each sample's reduced
     costs u_t in a small system); with a ball constraint, with "cvxpy" (the reference), or when
-    the block method fails (recorded in info["block_ipm_failure"]) or its dense arrays would not
-    fit (`solvers.policy.block_ipm_fits`), one Clarabel solve of the whole sparse problem.
+    the block method fails (recorded in info["block_ipm_failure"]) or its estimated peak memory
+    exceeds its budget (`solvers.policy.block_ipm_fits`, logged), one Clarabel solve of the whole
+    sparse problem.
     threads: threads of the block method's Newton steps (same result whatever their number).
     The block method's multipliers give info["flows"] (T, n), a dual certificate
     (`dual_formulation_certificate`); None after Clarabel.

@@ -176,9 +176,16 @@ def failed_cells(trained: dict[str, TrainedMethod]) -> dict[str, pd.DataFrame]:
     return out
 
 
-def log_failed_cells(spec: ExperimentSpec, setting: int, trial: int, trained: dict[str, TrainedMethod]) -> None:
-    """One warning per grid cell that failed (it is scored NaN and never chosen), and one per
-    slower exact route the tuning took (`TrainedMethod.fallbacks`)."""
+def log_failed_cells(spec: ExperimentSpec, setting: int, trial: int, trained: dict[str, TrainedMethod],
+                     seen: dict[tuple[str, str], list[tuple[int, int]]] | None = None) -> None:
+    """One warning per slower exact route the tuning took (`TrainedMethod.fallbacks`), and one
+    per grid cell that failed (it is scored NaN and never chosen).
+
+    With `seen` (kept by the caller across the trials of a run) a (method, cell) is logged as a
+    warning only the first time it fails, later failures at debug level, and the (setting,
+    trial) of every failure is added to `seen` for `log_failed_cell_summary`: the paper's grids
+    hold cells that fail in every trial (SPO+ diverges at lam x step_size >= 100), and one
+    warning per trial buried a run's log under hundreds of identical lines."""
     for label, tm in trained.items():
         for message in tm.fallbacks:
             log.warning("%s: setting %d, trial %d: %s tuning: %s", spec.name, setting, trial, label, message)
@@ -186,8 +193,25 @@ def log_failed_cells(spec: ExperimentSpec, setting: int, trial: int, trained: di
         for _, row in cells.iterrows():
             params = {k: v for k, v in row.items()
                       if k not in ("mean_relative_loss", "exact_rate", "error", "fit_seconds")}
-            log.warning("%s: setting %d, trial %d: %s grid cell %s failed and is skipped: %s", spec.name, setting,
-                        trial, label, params, row["error"])
+            key = (label, str(params))
+            first = seen is None or key not in seen
+            if seen is not None:
+                seen.setdefault(key, []).append((setting, trial))
+            log.log(logging.WARNING if first else logging.DEBUG,
+                    "%s: setting %d, trial %d: %s grid cell %s failed and is skipped: %s%s", spec.name, setting, trial,
+                    label, params, row["error"], " (later failures of this cell: summary at the end of training)"
+                    if seen is not None else "")
+
+
+def log_failed_cell_summary(name: str, seen: dict[tuple[str, str], list[tuple[int, int]]], trials: int) -> None:
+    """One warning per (method, grid cell) that failed in some of the `trials` trials trained
+    by this run, with how many (the trials' hyperparameters table counts them too:
+    `failed_cells`)."""
+    for (label, params), where in seen.items():
+        settings = sorted({setting for setting, _ in where})
+        log.warning("%s: %s grid cell %s failed in %d of the %d trials trained (settings %s) and was skipped there "
+                    "(scored NaN, never chosen)", name, label, params, len(where), trials,
+                    ", ".join(map(str, settings)))
 
 
 def hyperparameter_rows(spec: ExperimentSpec, setting: int, setting_value, trial: int,

@@ -23,7 +23,8 @@ from mom_pipeline.experiments.identity import check_generated, check_same_trial,
 from mom_pipeline.experiments.online import run_online_trial
 from mom_pipeline.experiments.progress import progress
 from mom_pipeline.experiments.storage import StoredTrial, TrainingPlan
-from mom_pipeline.experiments.train import hyperparameter_rows, log_failed_cells, train_for_storage, with_reused
+from mom_pipeline.experiments.train import (hyperparameter_rows, log_failed_cell_summary, log_failed_cells,
+                                           train_for_storage, with_reused)
 from mom_pipeline.reporting import (boxplot_figure, boxplot_plotly, online_markdown, online_summary,
                                     regret_curve_figure, regret_curve_plotly, summary_markdown, summary_table,
                                     trial_count)
@@ -103,9 +104,12 @@ def train_models(problem_data: list[TrialData], solutions: list[TrialSolutions],
                               reused[cell])
         items = [(spec, *by_cell[cell], keys[cell], storage.keep_models, frozenset(reused.get(cell, ())))
                  for cell in cells if cell not in complete]
+        seen, trained = {}, 0
         for stored in imap_trials(train_for_storage, items, compute, desc=f"{spec.name}: train"):
-            log_failed_cells(spec, stored.setting, stored.trial, stored.methods)
+            log_failed_cells(spec, stored.setting, stored.trial, stored.methods, seen)
+            trained += 1
             yield with_reused(spec, stored, reused.get((stored.setting, stored.trial), {}))
+        log_failed_cell_summary(spec.name, seen, trained)
 
     return TrainingPlan(name=spec.name, keys=keys, train=train, method_keys=method_keys,
                         data_keys={cell: by_cell[cell][0].key for cell in keys}, keep_models=storage.keep_models,

@@ -35,7 +35,8 @@ def test_example_end_to_end(project_copy):
     routes = prescriptions.drop(columns="id").to_numpy()
     assert set(np.unique(routes)) <= {0.0, 1.0} and (routes.sum(axis=1) == 6).all()  # 4x4 grid: 6 edges
     reporting = project_copy / "data" / "08_reporting" / "inverse_example"
-    curve = pd.read_parquet(_latest(reporting / "lambda_validation.parquet"))
+    curve = pd.read_parquet(_latest(project_copy / "data" / "05_model_input" / "inverse_example"
+                                    / "lambda_validation.parquet"))
     assert len(curve) == 9 and curve["chosen"].sum() == 1  # the whole grid, one lambda chosen
     assert curve.loc[curve["chosen"], "reproduced_share"].iloc[0] == curve["reproduced_share"].max()
     assert _latest(reporting / "lambda_validation.png").stat().st_size > 0
@@ -43,7 +44,7 @@ def test_example_end_to_end(project_copy):
 
 def test_a_fixed_lambda_is_kept(project_copy):
     _run(project_copy, "inverse_example", inverse={"model": {"lam": 0.001}})
-    curve = pd.read_parquet(_latest(project_copy / "data" / "08_reporting" / "inverse_example"
+    curve = pd.read_parquet(_latest(project_copy / "data" / "05_model_input" / "inverse_example"
                                     / "lambda_validation.parquet"))
     assert list(curve["lam"]) == [0.001] and curve["chosen"].all()  # scored on held-out folds, not tuned
 

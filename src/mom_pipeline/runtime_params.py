@@ -5,8 +5,9 @@ pipeline reads ``fig9``, so a mistyped namespace or key would be ignored without
 any node runs, every runtime key must either lie under a typed node input (an experiment
 spec, ``compute``, ``storage``: their own validation names unknown keys) or name a
 namespace and a first-level key that the configuration files already define (deeper keys may
-be new: ``inverse.model`` holds free-form estimator arguments). The error names the key and
-the nearest valid one.
+be new in free-form mappings such as ``inverse_example``). The error names the key and the
+nearest valid one. Keys under a typed input are validated by its type, for every registered
+pipeline, not only those of the run.
 """
 
 from __future__ import annotations
@@ -77,4 +78,11 @@ class RuntimeParameterHooks:
 
         files_only = settings.CONFIG_LOADER_CLASS(conf_source=str(loader.conf_source), env=loader.env,
                                                   **settings.CONFIG_LOADER_ARGS)
-        check_runtime_params(runtime, files_only["parameters"], typed_parameters(pipelines.values()))
+        typed = typed_parameters(pipelines.values())
+        check_runtime_params(runtime, files_only["parameters"], typed)
+        if any(path == t or path.startswith(f"{t}.") for path in dotted_keys(runtime) for t in typed):
+            # A run validates the typed inputs of its own pipelines only; reading the context's
+            # parameters validates every registered pipeline's, so `--params
+            # inverse.model.lamda=1` is refused in a run of the figures as well.
+            context.params  # noqa: B018
+

@@ -97,7 +97,11 @@ def test_disk_check_stops_before_writing(project_copy):
 
 @pytest.mark.parametrize("params, message", [
     ({"fig9": {"experiment": {"trials": 1}}}, r"no parameter 'fig9' in the parameters \(did you mean 'fig"),
-    ({"inverse": {"on_invlid": "raise"}}, r"no parameter 'on_invlid' in inverse \(did you mean 'on_invalid'\?\)"),
+    ({"inverse": {"on_invlid": "raise"}}, r"inverse: unknown parameter 'on_invlid' \(did you mean 'on_invalid'\?\)"),
+    ({"inverse": {"model": {"lamda": 0.1}}}, r"inverse.model: unknown parameter 'lamda' \(did you mean 'lam'\?\)"),
+    ({"inverse": {"model": {"lam": "abc"}}}, r"inverse.model.lam must be 'auto' \(chosen by validation\) or a positive"),
+    ({"inverse": {"model": {"formulation": "duel"}}}, r"model.formulation\s+Input should be 'basis' or 'dual'"),
+    ({"inverse": {"tuning": {"n_folds": 1}}}, r"tuning.n_folds\s+Input should be greater than or equal to 2"),
     ({"fig1": {"experiment": {"trails": 1}}}, r"unknown parameter 'trails' \(did you mean 'trials'\?\)"),
     ({"fig1": {"experiment": {"trials": 1.7}}}, "trials"),
     ({"fig1": {"experiment": {"seed": -1}}}, "seed"),

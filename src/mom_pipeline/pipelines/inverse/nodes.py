@@ -17,15 +17,11 @@ from mom_pipeline.methods.mom import MOM
 from mom_pipeline.reporting.validation_curve import validation_curve_figure
 
 from .datasets import file_names
+from .params import InverseParams
 
 log = logging.getLogger(__name__)
 
 TABLES = ("features", "decisions", "constraints", "rhs", "bounds")
-OPTIONS = ("feature_columns", "decision_columns", "add_intercept", "on_invalid", "drop_implied")
-
-
-def _options(params: dict) -> dict:
-    return {k: params[k] for k in OPTIONS if k in params and params[k] is not None}
 
 
 def make_example(example: dict) -> tuple[pd.DataFrame, ...]:
@@ -35,12 +31,12 @@ def make_example(example: dict) -> tuple[pd.DataFrame, ...]:
 
 
 def validate_inputs(features: pd.DataFrame, decisions: pd.DataFrame, constraints: pd.DataFrame, rhs: pd.DataFrame,
-                    bounds: pd.DataFrame, inverse: dict) -> tuple[InverseProblem, pd.DataFrame]:
+                    bounds: pd.DataFrame, inverse: InverseParams) -> tuple[InverseProblem, pd.DataFrame]:
     """Validated standard-form problem and the rejection report (id, file, row, reason)."""
     files = file_names(features=features, decisions=decisions, constraints=constraints, rhs=rhs, bounds=bounds)
     problem, rejections = validate_inverse_problem(
         features, decisions, constraints, rhs, bounds if len(bounds) else None, file_names=files,
-        **_options(inverse))
+        **inverse.table_options())
     if len(rejections):
         log.warning("inverse: %d observations rejected (see the rejection report); %d kept", len(rejections),
                     problem.n_samples)
@@ -49,41 +45,32 @@ def validate_inputs(features: pd.DataFrame, decisions: pd.DataFrame, constraints
     return problem, rejections
 
 
-def _model_params(inverse: dict) -> dict:
-    params = dict(inverse.get("model", {}))
-    params.pop("lam", None)
-    return params
-
-
-def tune_lambda(problem: InverseProblem, inverse: dict) -> tuple[pd.DataFrame, Figure]:
+def tune_lambda(problem: InverseProblem, inverse: InverseParams) -> tuple[pd.DataFrame, Figure]:
     """Lambda by K-fold validation on held-out observations, scored by x* alone (the whole
     curve and a figure); with a number for model.lam, that value's held-out scores only."""
-    tuning = dict(inverse.get("tuning", {}))
-    lam = inverse.get("model", {}).get("lam", "auto")
-    lambdas = tuning.get("lambdas") if lam == "auto" else [lam]
     started = time.perf_counter()
-    curve = validation_curve(_model_params(inverse), problem.Z, problem.X_std, problem.lp, lambdas,
-                             n_folds=int(tuning.get("n_folds", 4)), seed=int(tuning.get("seed", 0)),
+    curve = validation_curve(inverse.model.estimator_params(), problem.Z, problem.X_std, problem.lp, inverse.lambdas,
+                             n_folds=inverse.tuning.n_folds, seed=inverse.tuning.seed,
                              feature_names=problem.feature_names)
     chosen = curve[curve["chosen"]].iloc[0]
     log.info("inverse: lambda %s = %.3g, %.1f%% of held-out decisions reproduced (%d-fold validation, %.1f s)",
-             "chosen" if lam == "auto" else "fixed", chosen["lam"], 100 * chosen["reproduced_share"],
+             "chosen" if inverse.tuned else "fixed", chosen["lam"], 100 * chosen["reproduced_share"],
              int(chosen["n_folds"]), time.perf_counter() - started)
     return curve, validation_curve_figure(curve)
 
 
-def train_inverse_model(problem: InverseProblem, lambda_validation: pd.DataFrame, inverse: dict) -> CostModel:
+def train_inverse_model(problem: InverseProblem, lambda_validation: pd.DataFrame, inverse: InverseParams) -> CostModel:
     """MOM from the observed decisions alone (basis or dual formulation) at the chosen lambda,
     on standardized features; Theta in the user's units."""
     lam = float(lambda_validation.loc[lambda_validation["chosen"], "lam"].iloc[0])
-    model = MOM(**_model_params(inverse), lam=lam)
+    model = MOM(**inverse.model.estimator_params(), lam=lam)
     started = time.perf_counter()
     fit_standardized(model, problem.Z, problem.X_std, problem.lp, basis=problem.basis,
                      feature_names=problem.feature_names, ids=problem.ids)
     log.info("inverse: MOM (%s formulation, lambda %.3g) fitted on %d observations in %.2f s", model.formulation,
              lam, problem.n_samples, time.perf_counter() - started)
-    return record_fit(model, problem, add_intercept=bool(inverse.get("add_intercept")),
-                      all_columns=inverse.get("feature_columns") is None)
+    return record_fit(model, problem, add_intercept=inverse.add_intercept,
+                      all_columns=inverse.feature_columns is None)
 
 
 def coefficients_table(model: CostModel, problem: InverseProblem) -> pd.DataFrame:
@@ -107,10 +94,10 @@ def training_report(model: CostModel, problem: InverseProblem) -> tuple[pd.DataF
 
 
 def prescribe_new(model: CostModel, new_contexts: pd.DataFrame, constraints: pd.DataFrame, rhs: pd.DataFrame,
-                  bounds: pd.DataFrame, problem: InverseProblem, inverse: dict) -> pd.DataFrame:
+                  bounds: pd.DataFrame, problem: InverseProblem, inverse: InverseParams) -> pd.DataFrame:
     """Decisions for new contexts (same constraint tables, shared or with rows for the new ids),
     refused when the model was fitted on another problem or LP, or the columns do not match."""
     files = file_names(features=new_contexts, constraints=constraints, rhs=rhs, bounds=bounds)
     new_problem = prescription_problem(model, problem, new_contexts, constraints, rhs, bounds if len(bounds) else None,
-                                       drop_implied=bool(inverse.get("drop_implied")), file_names=files)
+                                       drop_implied=inverse.drop_implied, file_names=files)
     return prescribe(model, new_problem)

@@ -78,6 +78,15 @@ def test_an_unusable_column_is_named(column, message):
         FeatureStandardizer().fit(Z, ["x", "intercept", "bad"])
 
 
+def test_a_constant_column_before_the_appended_intercept_is_the_one_named():
+    """The pipeline appends `intercept` after the user's columns: a constant column of the
+    user's is named, not the appended intercept (which the user cannot drop)."""
+    Z = np.column_stack([np.random.default_rng(1).normal(size=30), np.full(30, 5.0), np.ones(30)])
+    with pytest.raises(FeatureScaleError, match="\\['const'\\] are constant: .*intercept 'intercept'"):
+        FeatureStandardizer().fit(Z, ["x", "const", "intercept"])
+    assert FeatureStandardizer().fit(Z[:, [0, 2]], ["x", "intercept"]).intercept_index_ == 1
+
+
 class _FailingModel(MOM):
     def fit(self, Z, X_star=None, **kwargs):
         raise RuntimeError("solver stalled")

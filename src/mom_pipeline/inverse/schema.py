@@ -91,6 +91,7 @@ import numpy as np
 import pandas as pd
 
 from ..lp import StandardFormLP
+from ..methods.feature_scaling import INTERCEPT_NAME
 from .standard_form import OriginalConstraints, StandardFormMap
 
 TABLES = ("features", "decisions", "constraints", "rhs", "bounds")
@@ -100,7 +101,7 @@ CONSTRAINT_KINDS = ("ub", "eq")
 CONSTRAINT_COLUMNS = ("id", "kind", "row", "col", "value")
 RHS_COLUMNS = ("id", "kind", "row", "rhs")
 BOUNDS_COLUMNS = ("id", "col", "lower", "upper")
-INTERCEPT = "intercept"
+INTERCEPT = INTERCEPT_NAME  # the column `add_intercept` appends; the fit treats it as the intercept
 DECISION_PATTERN = re.compile(r"^x_(\d+)$")
 REJECTION_COLUMNS = ("id", "file", "row", "reason")
 

@@ -24,6 +24,8 @@ import numpy as np
 # A column whose |mean| exceeds this many standard deviations is centred when there is an
 # intercept: divided by its root mean square alone it would be nearly collinear with the intercept.
 CENTER_ABOVE = 10.0
+# The name of the constant column the inverse pipeline appends (`inverse.add_intercept`).
+INTERCEPT_NAME = "intercept"
 
 
 class FeatureScaleError(ValueError):
@@ -51,11 +53,14 @@ class FeatureStandardizer:
         zero = [names[j] for j in constant if Z[0, j] == 0]
         if zero:
             raise FeatureScaleError(f"feature(s) {zero} are constant zero: drop them")
+        # A column named "intercept" (the one `add_intercept` appends) is the intercept, so the
+        # message names the user's own constant columns, not the appended one.
+        constant = sorted(constant, key=lambda j: names[j] != INTERCEPT_NAME)
         if len(constant) > 1:
             raise FeatureScaleError(f"feature(s) {[names[j] for j in constant[1:]]} are constant: they carry no "
                                     f"information beyond the intercept {names[constant[0]]!r}; drop them")
-        self.intercept_index_ = int(constant[0]) if constant.size else None
-        self.intercept_value_ = float(Z[0, constant[0]]) if constant.size else None
+        self.intercept_index_ = int(constant[0]) if constant else None
+        self.intercept_value_ = float(Z[0, constant[0]]) if constant else None
         self.feature_names_ = names
         mean, std = Z.mean(axis=0), Z.std(axis=0)
         # Centre (into the intercept) only the columns whose offset dominates their spread.

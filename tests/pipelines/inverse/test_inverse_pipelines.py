@@ -85,6 +85,17 @@ def test_raise_mode_names_file_and_row(project_copy):
         _run(project_copy, "inverse", inverse={"on_invalid": "raise"})
 
 
+def test_a_constant_feature_column_stops_the_run_before_tuning(project_copy):
+    """A user's constant column duplicates the appended intercept: named with its file before
+    any fit (it used to fail inside the tuning, naming the appended 'intercept')."""
+    def corrupt(tables):
+        tables["features"]["depot"] = 7.0
+    _user_tables(project_copy, corrupt)
+    with pytest.raises(Exception, match=r"file 'data/01_raw/inverse/features.csv': feature\(s\) \['depot'\] are constant"):
+        _run(project_copy, "inverse")
+    assert not (project_copy / "data" / "05_model_input" / "inverse").exists()  # no lambda tuned
+
+
 def _prescriptions(project):
     return pd.read_csv(_latest(project / "data" / "07_model_output" / "inverse" / "prescriptions.csv"),
                        dtype={"id": str})
@@ -115,13 +126,21 @@ def test_prescribe_matches_new_context_columns_by_name(project_copy):
         assert path in str(raised.value)
 
 
-def test_prescribe_refuses_a_model_fitted_on_another_problem(project_copy):
+def test_prescribe_refuses_a_model_fitted_on_another_problem(project_copy, monkeypatch):
     """Issue 12 item 3: a failed inverse run leaves problem.pkl newer than model.pkl."""
+    from mom_pipeline.pipelines.inverse import nodes
+
     tables = _user_tables(project_copy)
     _run(project_copy, "inverse")
     _rewrite(project_copy, "features", tables["features"].iloc[:-5])  # another training set
-    with pytest.raises(Exception, match="lam"):  # fails in training, after problem.pkl was saved
-        _run(project_copy, "inverse", inverse={"model": {"lam": -1.0}})
+
+    def failing_tuning(*args, **kwargs):
+        raise RuntimeError("the tuning failed")
+
+    monkeypatch.setattr(nodes, "validation_curve", failing_tuning)
+    with pytest.raises(Exception, match="the tuning failed"):  # fails after problem.pkl was saved
+        _run(project_copy, "inverse")
+    monkeypatch.undo()
     with pytest.raises(InverseInputError, match="fitted on another problem"):
         _run(project_copy, "prescribe")
 

@@ -13,6 +13,7 @@ from mom_pipeline.inverse import InverseProblem, make_example_dataset, prescribe
 from mom_pipeline.inverse.prescription import prescription_problem, record_fit
 from mom_pipeline.methods.base import CostModel
 from mom_pipeline.methods.cost_free_tuning import fit_standardized, validation_curve
+from mom_pipeline.methods.feature_scaling import FeatureScaleError, FeatureStandardizer
 from mom_pipeline.methods.mom import MOM
 from mom_pipeline.reporting.validation_curve import validation_curve_figure
 
@@ -37,6 +38,12 @@ def validate_inputs(features: pd.DataFrame, decisions: pd.DataFrame, constraints
     problem, rejections = validate_inverse_problem(
         features, decisions, constraints, rhs, bounds if len(bounds) else None, file_names=files,
         **inverse.table_options())
+    try:
+        # A column the fit cannot use (constant besides the intercept) stops the run here,
+        # before the tuning's fits, naming the file.
+        FeatureStandardizer().fit(problem.Z, problem.feature_names)
+    except FeatureScaleError as error:
+        raise FeatureScaleError(f"file {files['features']!r}: {error}") from error
     if len(rejections):
         log.warning("inverse: %d observations rejected (see the rejection report); %d kept", len(rejections),
                     problem.n_samples)

@@ -1,5 +1,7 @@
 """Baselines against closed forms, cvxpy, HiGHS and the SPO+ loss's defining properties."""
 
+import re
+
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -259,6 +261,10 @@ def test_spo_plus_grid_survives_a_cell_whose_doubled_costs_overflow():
     failed = [getattr(model, "fit_error_", None) is not None for model in together]
     assert failed == [False, True, True, True]
     assert all("diverged" in str(model.fit_error_) for model, bad in zip(together, failed) if bad)
+    # the step it left the lockstep at (the iterate grows ~1000x per step at lam 100, step 10),
+    # not the last step, which the message named before
+    step = int(re.search(r"diverged at step (\d+) of (\d+)", str(together[3].fit_error_)).group(1))
+    assert 0 < step < 500 < together[3].n_steps
     alone = SPOPlus(**cells[0]).fit(Z, X_star, lp=lp, C=C)
     np.testing.assert_array_equal(alone.coef_, together[0].coef_)
     with pytest.raises(FloatingPointError, match="diverged"):

@@ -365,7 +365,8 @@ def _spo_plus_lockstep(models: list[SPOPlus], Z, C, X_star, lp: StandardFormLP, 
         model.__dict__.pop("fit_error_", None)
         if diverged_at[i] >= 0 or not np.isfinite(thetas[i]).all():
             model.fit_error_ = FloatingPointError(
-                f"SPO+ diverged at step {max(diverged_at[i], len(history) - 1)} (lam={model.lam}, step_size="
+                f"SPO+ diverged at step {diverged_at[i] if diverged_at[i] >= 0 else len(history) - 1} "
+                f"of {len(history)} (lam={model.lam}, step_size="
                 f"{model.step_size}: the iterate overflowed; a smaller step size or lam keeps it finite)")
             continue
         model.coef_ = thetas[i]

@@ -40,6 +40,23 @@ def test_validation_curve_is_reproducible_and_chooses_one_lambda():
     assert curve["reproduced_share"].between(0, 1).all()
 
 
+@pytest.mark.parametrize("formulation", ["dual", "basis"])
+def test_the_curve_fitted_as_one_path_per_fold_equals_one_fit_per_lambda(formulation):
+    """validation_curve fits a fold's lambdas together (`fit_standardized_grid`, warm starts):
+    the scores are those of separate fits, lambda by lambda."""
+    from mom_pipeline.methods.cost_free_tuning import _score
+
+    trial, X = _paths()
+    Z, lambdas = trial.train.Z, [1e-4, 1e-2, 1.0]
+    curve = validation_curve({"formulation": formulation}, Z, X, trial.lp, lambdas, n_folds=3, seed=1)
+    for lam, (_, row) in zip(lambdas, curve.iterrows()):
+        scores = [_score(fit_standardized(MOM(lam=lam, formulation=formulation), Z[train], X[train],
+                                          trial.lp.subset(train)), Z[held], X[held], trial.lp.subset(held))
+                  for train, held in kfold_indices(len(Z), 3, 1)]
+        assert row["reproduced_share"] == pytest.approx(np.mean([share for share, _ in scores]), abs=1e-12)
+        assert row["heldout_hinge"] == pytest.approx(np.mean([hinge for _, hinge in scores]), rel=1e-6)
+
+
 @pytest.mark.parametrize("scale", [1e7, 1e9])
 @pytest.mark.parametrize("formulation", ["dual", "basis"])
 def test_decisions_do_not_depend_on_the_units_of_a_feature(scale, formulation):

@@ -50,19 +50,33 @@ def fit_standardized(model: MOM, Z, X, lp: StandardFormLP, basis=None, feature_n
 
     A solver failure is re-raised naming the most extreme standardized feature and observation.
     """
+    return _fit_standardized([model], Z, X, lp, basis, feature_names, ids, lambda models, *args, **kwargs:
+                             models[0].fit(*args, **kwargs))[0]
+
+
+def fit_standardized_grid(models: list[MOM], Z, X, lp: StandardFormLP, basis=None, feature_names=None,
+                          ids=None) -> list[MOM]:
+    """`fit_standardized` for models that differ only in lam, as one `MOM.fit_many` (the
+    scaling is the same for all: one set of operators, warm starts along the lambda path)."""
+    return _fit_standardized(models, Z, X, lp, basis, feature_names, ids, MOM.fit_many)
+
+
+def _fit_standardized(models, Z, X, lp, basis, feature_names, ids, fit) -> list[MOM]:
     Z = np.asarray(Z, dtype=float)
     scaler = FeatureStandardizer().fit(Z, feature_names)
     try:
-        model.fit(scaler.transform(Z), X, lp=lp, basis=basis)
+        fit(models, scaler.transform(Z), X, lp=lp, basis=basis)
     except RuntimeError as error:
         name, row, value = scaler.most_extreme_feature(Z)
         where = str(ids[row]) if ids is not None else row
-        raise RuntimeError(f"MOM (lam={model.lam:g}, {model.formulation} formulation) failed on {len(Z)} observations: "
+        lams = ", ".join(f"{model.lam:g}" for model in models)
+        raise RuntimeError(f"MOM (lam={lams}, {models[0].formulation} formulation) failed on {len(Z)} observations: "
                            f"{error}. Look first at feature {name!r} of observation {where!r} "
                            f"(standardized value {value:.3g})") from error
-    model.coef_ = scaler.coef_to_user(model.coef_)
-    model.feature_scaling_ = scaler
-    return model
+    for model in models:
+        model.coef_ = scaler.coef_to_user(model.coef_)
+        model.feature_scaling_ = scaler
+    return models
 
 
 def _score(model: MOM, Z, X, lp: StandardFormLP) -> tuple[float, float]:
@@ -74,22 +88,26 @@ def _score(model: MOM, Z, X, lp: StandardFormLP) -> tuple[float, float]:
 def validation_curve(model_params: dict, Z, X, lp: StandardFormLP, lambdas: Sequence[float],
                      n_folds: int = 4, seed: int = 0, feature_names=None) -> pd.DataFrame:
     """One row per lambda: mean and standard deviation over folds of the held-out reproduced
-    share, mean held-out hinge, total fit seconds, and `chosen` (exactly one True)."""
+    share, mean held-out hinge, the seconds of all the fits (every lambda and fold: the lambdas
+    of a fold are fitted together, so they have no seconds of their own), and `chosen`
+    (exactly one True)."""
     lambdas = np.asarray(lambdas, dtype=float)  # the grid comes from the parameters (inverse.tuning.lambdas)
     Z, X = np.asarray(Z, dtype=float), np.asarray(X, dtype=float)
-    rows = []
-    for lam in lambdas:
-        shares, hinges, seconds = [], [], 0.0
-        for train, held_out in kfold_indices(len(Z), n_folds, seed):
-            started = time.perf_counter()
-            model = fit_standardized(MOM(**{**model_params, "lam": float(lam)}), Z[train], X[train], lp.subset(train),
-                                     feature_names=feature_names)
-            seconds += time.perf_counter() - started
-            share, hinge = _score(model, Z[held_out], X[held_out], lp.subset(held_out))
-            shares.append(share), hinges.append(hinge)
-        rows.append(dict(lam=float(lam), reproduced_share=float(np.mean(shares)),
-                         reproduced_share_std=float(np.std(shares)), heldout_hinge=float(np.mean(hinges)),
-                         fit_seconds=seconds, n_folds=n_folds, seed=seed))
+    shares, hinges = np.empty((len(lambdas), n_folds)), np.empty((len(lambdas), n_folds))
+    seconds = 0.0
+    for fold, (train, held_out) in enumerate(kfold_indices(len(Z), n_folds, seed)):
+        # every lambda of a fold in one fit_many: the same standardized features, one set of
+        # operators, each lambda warm-started from the next larger one's optimum (measured:
+        # 1.2x on the example and on a T = 1000 shortest path; the same curve)
+        started = time.perf_counter()
+        models = fit_standardized_grid([MOM(**{**model_params, "lam": float(lam)}) for lam in lambdas], Z[train],
+                                       X[train], lp.subset(train), feature_names=feature_names)
+        seconds += time.perf_counter() - started
+        for i, model in enumerate(models):
+            shares[i, fold], hinges[i, fold] = _score(model, Z[held_out], X[held_out], lp.subset(held_out))
+    rows = [dict(lam=float(lam), reproduced_share=float(shares[i].mean()), reproduced_share_std=float(shares[i].std()),
+                 heldout_hinge=float(hinges[i].mean()), grid_fit_seconds=seconds, n_folds=n_folds, seed=seed)
+            for i, lam in enumerate(lambdas)]
     curve = pd.DataFrame(rows)
     best = curve.assign(order=np.arange(len(curve))).sort_values(
         ["reproduced_share", "heldout_hinge", "order"], ascending=[False, True, True]).index[0]

@@ -150,7 +150,10 @@ def test_threads_change_nothing_in_the_solution(monkeypatch, chunk_bytes):
                                                                           rel=1e-6)
 
 
-def test_mom_n_jobs_gives_the_same_dual_fit_and_checks_its_value():
+def test_mom_n_jobs_gives_the_same_dual_fit_and_checks_its_value(monkeypatch):
+    from mom_pipeline.solvers import policy
+
+    monkeypatch.setattr(policy, "BLOCK_IPM_WORK_PER_THREAD", 1)  # share even this small problem
     trial, X = _degenerate_trial("shortest_path", 50, seed=6)
     lambdas = [1e-4, 1e-1]
     serial = MOM.fit_many([MOM(lam=lam, formulation="dual") for lam in lambdas], trial.train.Z, X, lp=trial.lp)
@@ -165,6 +168,27 @@ def test_mom_n_jobs_gives_the_same_dual_fit_and_checks_its_value():
             MOM(lam=1e-1, formulation="dual", n_jobs=bad).fit(trial.train.Z, X, lp=trial.lp)
         with pytest.raises(ValueError, match="n_jobs"):
             MOM(lam=1e-1, n_jobs=bad).fit(trial.train.Z, X, lp=trial.lp)
+
+
+def test_threads_are_used_only_where_a_newton_step_has_work_to_share(monkeypatch):
+    """`policy.block_ipm_threads`: one thread on small problems (the shipped inverse example ran
+    2x slower on two), the requested number on large ones; MOM hands the block method that."""
+    from mom_pipeline.methods import mom_dual
+    from mom_pipeline.solvers.policy import BLOCK_IPM_WORK_PER_THREAD, block_ipm_threads
+
+    assert block_ipm_threads(2, 150, 9, 33, 48, 5) == 1  # the shipped example's size
+    assert block_ipm_threads(2, 100, 81, 81, 180, 9) == 2  # a 180-arc grid, 100 observations
+    assert block_ipm_threads(8, 100, 81, 81, 180, 9) == 8
+    work_per_sample = 32**2 * 72 + 16 * 40**2 + 40**2 * 6**2  # the paper's shortest path
+    assert block_ipm_threads(2, 500, 16, 16, 40, 6) == 1
+    assert block_ipm_threads(2, 2000, 16, 16, 40, 6) == min(2, 2000 * work_per_sample // BLOCK_IPM_WORK_PER_THREAD)
+    seen = []
+    original = mom_dual.block_hinge_qp
+    monkeypatch.setattr(mom_dual, "block_hinge_qp", lambda *args, **kwargs: seen.append(kwargs["threads"])
+                        or original(*args, **kwargs))
+    trial, X = _degenerate_trial("shortest_path", 50, seed=6)
+    MOM(lam=1e-1, formulation="dual", n_jobs=2).fit(trial.train.Z, X, lp=trial.lp)
+    assert seen and set(seen) == {1}
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -43,8 +43,9 @@ class MOM(LinearCostModel):
         radius: None or the radius of the ball ||Theta||_F <= radius (the set K of the paper).
         tol: margin tolerance of the working-set method's termination test.
         n_jobs: threads of the dual formulation's block method (None: 1; -1: every core this
-            process may use); the result does not depend on it. The basis formulation's
-            working sets are too small to share out and ignore it.
+            process may use), at most: a problem too small to share runs on fewer
+            (`solvers.policy.block_ipm_threads`); the result does not depend on it. The basis
+            formulation's working sets are too small to share out and ignore it.
 
     Learned: coef_ (n, d), objective_ (optimal training objective), solver_info_ (dict),
     n_iter_ (working-set rounds; 1 for Clarabel on the whole problem), n_features_in_; with

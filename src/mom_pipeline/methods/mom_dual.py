@@ -19,7 +19,7 @@ import threadpoolctl
 from ..lp import basis_matrices, nonbasic_indices
 from ..solvers.block_hinge_ipm import block_hinge_qp
 from ..solvers.clarabel_qp import ball_block, solve_clarabel
-from ..solvers.policy import BLOCK_IPM_MAX_BYTES, block_ipm_bytes, block_ipm_fits
+from ..solvers.policy import BLOCK_IPM_MAX_BYTES, block_ipm_bytes, block_ipm_fits, block_ipm_threads
 from .mom_problem import hinge_rows, operators_of_bases, support_mask
 
 logger = logging.getLogger(__name__)
@@ -75,6 +75,7 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
     T = Z.shape[0]
     m, n = A.shape[-2:]
     q = max(1, int((m - support_mask(X).sum(axis=1)).max()))  # free reduced costs per sample, at most
+    threads = block_ipm_threads(threads, T, n - m, q, n, Z.shape[1])
     if not block_ipm_fits(T, n - m, q, n, Z.shape[1], m, threads):
         # Said in the log: the whole sparse problem is a much slower solve, and on many samples
         # of a large network it needs more memory still.

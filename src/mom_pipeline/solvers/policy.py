@@ -35,6 +35,9 @@ path, on every machine):
   interior-point method (`block_hinge_ipm`; T blocks of K coupled rows on n costs, q free
   values each, d features, m constraints, `threads` threads) fits its estimated peak in
   BLOCK_IPM_MAX_BYTES; otherwise MOM solves the whole sparse problem with Clarabel.
+* `block_ipm_threads(requested, T, K, q, n, d)`: how many of the requested threads share its
+  Newton steps (one on problems too small to share: the shipped inverse example ran 2x slower
+  on two threads).
 
 `benchmarks/solver_policy.py` times every path on shapes on both sides of each threshold
 and prints the table that backs these numbers (docs/benchmarks.md keeps the last one).
@@ -100,6 +103,23 @@ def block_ipm_bytes(T: int, K: int, q: int, n: int, d: int, m: int = 0, threads:
 def block_ipm_fits(T: int, K: int, q: int, n: int, d: int, m: int = 0, threads: int = 1) -> bool:
     """True when the block interior-point method's estimated peak fits in BLOCK_IPM_MAX_BYTES."""
     return block_ipm_bytes(T, K, q, n, d, m, threads) <= BLOCK_IPM_MAX_BYTES
+
+
+# Block interior-point method: one more thread per this much work per Newton step (the
+# docstring's count, T ((K + q)^2 (K + q + n) + K n^2 + n^2 d^2)). Two threads against one,
+# `fit_many` over 9 lambdas or one fit (2026-11-27, quiet machine): the shipped example (48
+# columns, T = 200) 0.49x; the paper's shortest path (40 arcs, work 1.6e5 per sample) at T = 150,
+# 300, 500, 750, 1000, 2000: 0.83, 0.80, 0.97, 0.80, 1.04-1.21, 1.28x; a 180-arc grid (1.4e7
+# per sample) at T = 100 and 300: 1.67x. Small steps lose to the threads' dispatch.
+BLOCK_IPM_WORK_PER_THREAD = 7e7
+
+
+def block_ipm_threads(requested: int, T: int, K: int, q: int, n: int, d: int) -> int:
+    """Threads for the block method's Newton steps: the requested number, fewer when a step's
+    work (BLOCK_IPM_WORK_PER_THREAD each) is too small to share (the solution is the same
+    whatever the number)."""
+    work = T * ((K + q) ** 2 * (K + q + n) + K * n * n + n * n * d * d)
+    return int(max(1, min(requested, work // BLOCK_IPM_WORK_PER_THREAD)))
 
 
 def restricted_qp_method(n_vars: int, n_rows: int, ball: bool) -> Literal["interior_point", "box_dual", "clarabel"]:

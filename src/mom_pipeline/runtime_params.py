@@ -85,4 +85,3 @@ class RuntimeParameterHooks:
             # parameters validates every registered pipeline's, so `--params
             # inverse.model.lamda=1` is refused in a run of the figures as well.
             context.params  # noqa: B018
-

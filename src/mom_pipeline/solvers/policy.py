@@ -106,11 +106,12 @@ def block_ipm_fits(T: int, K: int, q: int, n: int, d: int, m: int = 0, threads: 
 
 
 # Block interior-point method: one more thread per this much work per Newton step (the
-# docstring's count, T ((K + q)^2 (K + q + n) + K n^2 + n^2 d^2)). Two threads against one,
-# `fit_many` over 9 lambdas or one fit (2026-11-27, quiet machine): the shipped example's tables
-# (T = 200) 0.49x without bounds.csv, and its tuning 0.69-0.80x with it; the paper's shortest path (40 arcs, work 1.6e5 per sample) at T = 150,
-# 300, 500, 750, 1000, 2000: 0.83, 0.80, 0.97, 0.80, 1.04-1.21, 1.28x; a 180-arc grid (1.4e7
-# per sample) at T = 100 and 300: 1.67x. Small steps lose to the threads' dispatch.
+# docstring's count, T ((K + q)^2 (K + q + n) + K n^2 + n^2 d^2)). Two threads against one
+# (2026-11-27, quiet machine; `fit_many` over 9 lambdas, or one fit at T = 2000 and on the
+# 180-arc grid): the shipped example's tables (T = 200) 0.49x without bounds.csv, its tuning
+# 0.69-0.80x with it; the paper's shortest path (40 arcs, work 1.6e5 per sample) at T = 150,
+# 300, 500, 750, 1000, 2000: 0.83, 0.80, 0.97, 0.80, 1.04-1.21, 1.28x; a 180-arc grid (1.4e7 per
+# sample) at T = 100 and 300: 1.67x. Small steps lose to the threads' dispatch.
 BLOCK_IPM_WORK_PER_THREAD = 7e7
 
 

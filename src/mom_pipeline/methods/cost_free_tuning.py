@@ -50,22 +50,24 @@ def fit_standardized(model: MOM, Z, X, lp: StandardFormLP, basis=None, feature_n
 
     A solver failure is re-raised naming the most extreme standardized feature and observation.
     """
-    return _fit_standardized([model], Z, X, lp, basis, feature_names, ids, lambda models, *args, **kwargs:
-                             models[0].fit(*args, **kwargs))[0]
+    return _fit_standardized([model], Z, feature_names, ids,
+                             lambda Z_std: model.fit(Z_std, X, lp=lp, basis=basis))[0]
 
 
 def fit_standardized_grid(models: list[MOM], Z, X, lp: StandardFormLP, basis=None, feature_names=None,
                           ids=None) -> list[MOM]:
     """`fit_standardized` for models that differ only in lam, as one `MOM.fit_many` (the
     scaling is the same for all: one set of operators, warm starts along the lambda path)."""
-    return _fit_standardized(models, Z, X, lp, basis, feature_names, ids, MOM.fit_many)
+    return _fit_standardized(models, Z, feature_names, ids,
+                             lambda Z_std: MOM.fit_many(models, Z_std, X, lp=lp, basis=basis))
 
 
-def _fit_standardized(models, Z, X, lp, basis, feature_names, ids, fit) -> list[MOM]:
+def _fit_standardized(models: list[MOM], Z, feature_names, ids, fit) -> list[MOM]:
+    """fit(standardized Z) fits `models`; their coef_ are then mapped back to the user's units."""
     Z = np.asarray(Z, dtype=float)
     scaler = FeatureStandardizer().fit(Z, feature_names)
     try:
-        fit(models, scaler.transform(Z), X, lp=lp, basis=basis)
+        fit(scaler.transform(Z))
     except RuntimeError as error:
         name, row, value = scaler.most_extreme_feature(Z)
         where = str(ids[row]) if ids is not None else row

@@ -17,6 +17,7 @@ from pydantic import Field, StrictBool, StrictInt, field_validator
 
 from mom_pipeline.experiments.spec import SpecError, StrictModel
 from mom_pipeline.methods.mom import FORMULATIONS
+from mom_pipeline.methods.mom_dual import threads_of
 from mom_pipeline.methods.mom_solve import SOLVERS
 
 PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -52,8 +53,10 @@ class InverseModelParams(StrictModel):
     @field_validator("n_jobs")
     @classmethod
     def _threads(cls, value):
-        if value is not None and value != -1 and value < 1:
-            raise SpecError(f"inverse.model.n_jobs must be None, -1 or a positive integer; got {value!r}")
+        try:
+            threads_of(value)  # MOM's own rule for n_jobs
+        except ValueError as error:
+            raise SpecError(f"inverse.model.{error}") from error
         return value
 
     def estimator_params(self) -> dict[str, Any]:

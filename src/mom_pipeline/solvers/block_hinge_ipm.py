@@ -42,9 +42,12 @@ CHUNK_BYTES = 2**27
 LANES = 4
 LANE_BYTES = 2**26
 # Gondzio centrality correctors per Newton step (each one more solve with the same factors),
-# tried when the corrected Mehrotra step is shorter than CORRECTED_BELOW.
+# tried when the corrected Mehrotra step is shorter than CORRECTED_BELOW: on every step short
+# of a full one, since a solve costs a fraction of the factorization it reuses (on the paper's
+# shortest path, T = 1000: 159 Newton steps over the lambda grid instead of 181 with
+# correctors only below 0.5; benchmarks in docs/inverse_lp.md).
 CENTRALITY_CORRECTORS = 2
-CORRECTED_BELOW = 0.5
+CORRECTED_BELOW = 1.0
 # Iterative-refinement steps per Newton solve.
 REFINEMENTS = 1
 # The duality gap is measured relative to the objective, or to this when the objective is

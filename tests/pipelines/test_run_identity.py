@@ -102,6 +102,8 @@ def test_disk_check_stops_before_writing(project_copy):
     ({"inverse": {"model": {"lam": "abc"}}}, r"inverse.model.lam must be 'auto' \(chosen by validation\) or a positive"),
     ({"inverse": {"model": {"formulation": "duel"}}}, r"model.formulation\s+Input should be 'basis' or 'dual'"),
     ({"inverse": {"tuning": {"n_folds": 1}}}, r"tuning.n_folds\s+Input should be greater than or equal to 2"),
+    ({"inverse_example": {"n_observation": 10}},
+     r"inverse_example: unknown parameter 'n_observation' \(did you mean 'n_observations'\?\)"),
     ({"fig1": {"experiment": {"trails": 1}}}, r"unknown parameter 'trails' \(did you mean 'trials'\?\)"),
     ({"fig1": {"experiment": {"trials": 1.7}}}, "trials"),
     ({"fig1": {"experiment": {"seed": -1}}}, "seed"),

@@ -50,3 +50,33 @@ def test_columns_lists_pass_through():
     params = InverseParams.model_validate({"feature_columns": ["rain_mm", "hour"], "decision_columns": None})
     assert params.table_options()["feature_columns"] == ["rain_mm", "hour"]
     assert "decision_columns" not in params.table_options()
+
+
+def test_the_shipped_example_parameters_validate_and_build_the_example():
+    from mom_pipeline.inverse import make_example_dataset
+    from mom_pipeline.pipelines.inverse.nodes import make_example
+    from mom_pipeline.pipelines.inverse.params import InverseExampleParams
+
+    example = yaml.safe_load((Path(__file__).resolve().parents[3] / "conf" / "base" / "parameters_inverse.yml")
+                             .read_text())["inverse_example"]
+    params = InverseExampleParams.model_validate(example)
+    assert params.model_dump()["grid"] == tuple(example["grid"])
+    tables = make_example(params.model_copy(update=dict(n_observations=12, n_new=3)))
+    direct = make_example_dataset(**dict(example, n_observations=12, n_new=3))
+    assert tables[0].equals(direct["features"]) and len(tables[-2]) == 3
+
+
+@pytest.mark.parametrize("example, message", [
+    ({"n_observation": 10}, r"inverse_example: unknown parameter 'n_observation' \(did you mean 'n_observations'\?\)"),
+    ({"n_observations": 0}, "n_observations"),
+    ({"n_observations": 1.5}, "n_observations"),
+    ({"grid": [4]}, "grid"),
+    ({"grid": [1, 1]}, r"inverse_example.grid must have at least 2 nodes"),
+    ({"noise": 1.0}, "noise"),
+    ({"seed": -1}, "seed"),
+])
+def test_bad_example_values_name_the_parameter(example, message):
+    from mom_pipeline.pipelines.inverse.params import InverseExampleParams
+
+    with pytest.raises(ValidationError, match=message):
+        InverseExampleParams.model_validate(example)

@@ -18,16 +18,16 @@ from mom_pipeline.methods.mom import MOM
 from mom_pipeline.reporting.validation_curve import validation_curve_figure
 
 from .datasets import file_names
-from .params import InverseParams
+from .params import InverseExampleParams, InverseParams
 
 log = logging.getLogger(__name__)
 
 TABLES = ("features", "decisions", "constraints", "rhs", "bounds")
 
 
-def make_example(example: dict) -> tuple[pd.DataFrame, ...]:
+def make_example(example: InverseExampleParams) -> tuple[pd.DataFrame, ...]:
     """The shipped example: observed routes on a grid road network with their contexts."""
-    tables = make_example_dataset(**example)
+    tables = make_example_dataset(**example.model_dump())
     return tuple(tables[name] for name in (*TABLES, "new_contexts", "new_travel_times"))
 
 

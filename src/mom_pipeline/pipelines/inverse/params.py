@@ -1,4 +1,5 @@
-"""The inverse pipelines' parameters (``inverse:`` in conf/*/parameters_inverse.yml), typed.
+"""The inverse pipelines' parameters (``inverse:`` and ``inverse_example:`` in
+conf/*/parameters_inverse.yml), typed.
 
 Kedro builds `InverseParams` from ``params:inverse`` before any node runs (the nodes' type
 hints ask for it), so a mistyped key (``inverse.model.lamda``), a lambda that is not a positive
@@ -13,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, StrictBool, StrictInt, field_validator
+from pydantic import Field, StrictBool, StrictInt, field_validator, model_validator
 
 from mom_pipeline.experiments.spec import SpecError, StrictModel
 from mom_pipeline.methods.mom import FORMULATIONS
@@ -105,3 +106,23 @@ class InverseParams(StrictModel):
     def tuned(self) -> bool:
         return self.model.lam == "auto"
 
+
+
+class InverseExampleParams(StrictModel):
+    """The shipped example's size and seed (``inverse_example:``; `inverse.example.make_example_dataset`)."""
+
+    where: ClassVar[str] = "inverse_example"
+
+    n_observations: Annotated[StrictInt, Field(ge=1)] = 200
+    grid: tuple[Annotated[StrictInt, Field(ge=1)], Annotated[StrictInt, Field(ge=1)]] = (4, 4)
+    n_features: Annotated[StrictInt, Field(ge=1)] = 4
+    n_new: Annotated[StrictInt, Field(ge=0)] = 20
+    seed: Annotated[StrictInt, Field(ge=0)] = 0
+    noise: Annotated[float, Field(ge=0, lt=1)] = 0.05
+
+    @model_validator(mode="after")
+    def _two_nodes(self):
+        if self.grid[0] * self.grid[1] < 2:
+            raise SpecError(f"inverse_example.grid must have at least 2 nodes (a route from one corner to the "
+                            f"other); got {list(self.grid)}")
+        return self

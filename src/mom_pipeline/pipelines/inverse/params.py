@@ -107,7 +107,6 @@ class InverseParams(StrictModel):
         return self.model.lam == "auto"
 
 
-
 class InverseExampleParams(StrictModel):
     """The shipped example's size and seed (``inverse_example:``; `inverse.example.make_example_dataset`)."""
 

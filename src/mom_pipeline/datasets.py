@@ -56,16 +56,32 @@ class TrialModels:
         return stored
 
 
+def _index_directory(method_index: str | dict[str, str]) -> Path:
+    """The method index's folder: {"path": ...} (made absolute by Kedro) or an absolute string."""
+    path = method_index.get("path") if isinstance(method_index, dict) else method_index
+    if not isinstance(path, str) or (isinstance(method_index, dict) and set(method_index) != {"path"}):
+        raise DatasetError(f"method_index must be {{path: <folder>}}; got {method_index!r}")
+    if not Path(path).is_absolute():
+        raise DatasetError(f"method_index {path!r} is a relative path outside a 'path' entry, so it would be "
+                           f"resolved against the working directory ({Path.cwd()}), not the project; write it as "
+                           f"method_index: {{path: {path}}}")
+    return Path(path)
+
+
 class TrialModelsDataset(AbstractVersionedDataset[TrainingPlan, TrialModels]):
     """filepath: the manifest (e.g. data/06_models/fig1/models.json); model files go to
     ``trials/`` beside it. method_index: the folder of `MethodIndex` pointers shared by every
-    experiment (None: each trial trains all its methods)."""
+    experiment, as ``{path: data/06_models/method_index}`` (None: each trial trains all its
+    methods). Kedro turns relative ``filepath`` and ``path`` entries into paths in the project,
+    whatever the working directory; a bare string would not be, so a relative one is refused
+    (from a notebook, or a session created for a project elsewhere, the pointers would land
+    under the working directory and point runs of one project at another project's files)."""
 
     def __init__(self, filepath: str, version: Version | None = None, metadata: dict[str, Any] | None = None,
-                 method_index: str | None = None):
+                 method_index: str | dict[str, str] | None = None):
         super().__init__(PurePosixPath(filepath), version)
         self._trials = Path(filepath).parent / "trials"
-        self._method_index = MethodIndex(method_index) if method_index else None
+        self._method_index = MethodIndex(_index_directory(method_index)) if method_index else None
         self.metadata = metadata
 
     def _describe(self) -> dict[str, Any]:

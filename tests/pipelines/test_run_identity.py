@@ -79,6 +79,30 @@ def test_models_survive_a_failed_run_and_corrupt_files_are_recomputed(project_co
     pd.testing.assert_frame_equal(_evaluation(project_copy), reference)
 
 
+def test_the_method_index_stays_in_the_project_whatever_the_working_directory(project_copy, tmp_path_factory,
+                                                                            monkeypatch):
+    """A session started from another folder (a notebook's) writes the method pointers into the
+    project, as it does every dataset: not under the working directory."""
+    elsewhere = tmp_path_factory.mktemp("notebooks")
+    monkeypatch.chdir(elsewhere)
+    _run(project_copy)
+    assert list((project_copy / "data" / "06_models" / "method_index").glob("*.json"))
+    assert not any(elsewhere.iterdir())
+
+
+def test_a_relative_method_index_outside_a_path_entry_is_refused(tmp_path):
+    from kedro.io import DatasetError
+
+    from mom_pipeline.datasets import TrialModelsDataset
+
+    with pytest.raises(DatasetError, match=r"write it as method_index: \{path: data/06_models/method_index\}"):
+        TrialModelsDataset(str(tmp_path / "models.json"), method_index="data/06_models/method_index")
+    with pytest.raises(DatasetError, match="must be"):
+        TrialModelsDataset(str(tmp_path / "models.json"), method_index={"pth": "x"})
+    dataset = TrialModelsDataset(str(tmp_path / "models.json"), method_index={"path": str(tmp_path / "index")})
+    assert dataset._describe()["method_index"] == str(tmp_path / "index")
+
+
 def test_resume_false_trains_again(project_copy, caplog):
     _run(project_copy)
     first = _trial_files(project_copy)

@@ -5,7 +5,7 @@ pipeline reads ``fig9``, so a mistyped namespace or key would be ignored without
 any node runs, every runtime key must either lie under a typed node input (an experiment
 spec, ``compute``, ``storage``: their own validation names unknown keys) or name a
 namespace and a first-level key that the configuration files already define (deeper keys may
-be new in free-form mappings such as ``inverse_example``). The error names the key and the
+be new in mappings that no typed input covers). The error names the key and the
 nearest valid one. Keys under a typed input are validated by its type, for every registered
 pipeline, not only those of the run.
 """

@@ -66,6 +66,17 @@ def test_the_shipped_example_parameters_validate_and_build_the_example():
     assert tables[0].equals(direct["features"]) and len(tables[-2]) == 3
 
 
+def test_the_example_keys_are_the_generators_arguments_with_its_defaults():
+    import inspect
+
+    from mom_pipeline.inverse import make_example_dataset
+    from mom_pipeline.pipelines.inverse.params import InverseExampleParams
+
+    signature = inspect.signature(make_example_dataset).parameters
+    assert set(InverseExampleParams.model_fields) == set(signature)
+    assert InverseExampleParams().model_dump() == {name: p.default for name, p in signature.items()}
+
+
 @pytest.mark.parametrize("example, message", [
     ({"n_observation": 10}, r"inverse_example: unknown parameter 'n_observation' \(did you mean 'n_observations'\?\)"),
     ({"n_observations": 0}, "n_observations"),

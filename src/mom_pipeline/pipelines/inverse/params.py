@@ -11,12 +11,14 @@ after validation, with messages such as ``could not convert string to float: 'ab
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, StrictBool, StrictInt, field_validator, model_validator
 
 from mom_pipeline.experiments.spec import SpecError, StrictModel
+from mom_pipeline.inverse import make_example_dataset
 from mom_pipeline.methods.mom import FORMULATIONS
 from mom_pipeline.methods.mom_dual import threads_of
 from mom_pipeline.methods.mom_solve import SOLVERS
@@ -107,17 +109,22 @@ class InverseParams(StrictModel):
         return self.model.lam == "auto"
 
 
+# The example's defaults are the generator's own (one place to change them).
+_EXAMPLE_DEFAULTS = {name: parameter.default
+                     for name, parameter in inspect.signature(make_example_dataset).parameters.items()}
+
+
 class InverseExampleParams(StrictModel):
     """The shipped example's size and seed (``inverse_example:``; `inverse.example.make_example_dataset`)."""
 
     where: ClassVar[str] = "inverse_example"
 
-    n_observations: Annotated[StrictInt, Field(ge=1)] = 200
-    grid: tuple[Annotated[StrictInt, Field(ge=1)], Annotated[StrictInt, Field(ge=1)]] = (4, 4)
-    n_features: Annotated[StrictInt, Field(ge=1)] = 4
-    n_new: Annotated[StrictInt, Field(ge=0)] = 20
-    seed: Annotated[StrictInt, Field(ge=0)] = 0
-    noise: Annotated[float, Field(ge=0, lt=1)] = 0.05
+    n_observations: Annotated[StrictInt, Field(ge=1)] = _EXAMPLE_DEFAULTS["n_observations"]
+    grid: tuple[Annotated[StrictInt, Field(ge=1)], Annotated[StrictInt, Field(ge=1)]] = _EXAMPLE_DEFAULTS["grid"]
+    n_features: Annotated[StrictInt, Field(ge=1)] = _EXAMPLE_DEFAULTS["n_features"]
+    n_new: Annotated[StrictInt, Field(ge=0)] = _EXAMPLE_DEFAULTS["n_new"]
+    seed: Annotated[StrictInt, Field(ge=0)] = _EXAMPLE_DEFAULTS["seed"]
+    noise: Annotated[float, Field(ge=0, lt=1)] = _EXAMPLE_DEFAULTS["noise"]
 
     @model_validator(mode="after")
     def _two_nodes(self):

@@ -1,0 +1,55 @@
+"""Keep freed memory in the process for reuse: glibc's malloc settings for numpy's temporaries.
+
+The solvers allocate the same large temporaries at every Newton step (the block method's
+batched QR factors and products: arrays of 0.2-4 MB at T = 1,000). With glibc's defaults, a
+freed block above the mmap threshold goes back to the kernel, and so does the top of the heap
+beyond twice that threshold, so the next step gets fresh pages and the kernel zeroes every one
+of them on first touch. Measured on the dual formulation's lambda grid (paper's shortest path,
+T = 1,000): 2.7 million page faults and 7.7 s of system time in a 28 s run by default, 67,000
+faults and 1.1 s with the settings below, the solutions identical bit for bit
+(docs/benchmarks.md, "Page faults").
+
+`keep_freed_memory` sets, once per process:
+* M_MMAP_THRESHOLD = 32 MB (glibc's largest): blocks below it come from the heap, not from fresh
+  mappings (glibc's own dynamic threshold moves up to that value too, but only after a freed
+  mapping shows it the size, and trims the heap again at twice its current value);
+* M_TRIM_THRESHOLD = 256 MB: up to that much free memory at the top of the heap stays mapped.
+A process therefore keeps at most about 256 MB of freed memory per malloc arena. Nothing
+numerical depends on it. It is called when the package is imported (so in the Kedro session's
+process and in every loky or Dask worker that unpickles a node), does nothing outside glibc,
+and is switched off by the environment variable MOM_PIPELINE_MALLOC=default.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD_BYTES = 32 * 2**20
+TRIM_THRESHOLD_BYTES = 256 * 2**20
+OPT_OUT = "MOM_PIPELINE_MALLOC"
+
+_applied: bool | None = None
+
+
+def keep_freed_memory() -> bool:
+    """Apply the malloc settings above (once per process); True when they are in effect."""
+    global _applied
+    if _applied is not None:
+        return _applied
+    _applied = False
+    if os.environ.get(OPT_OUT, "").strip().lower() == "default" or not sys.platform.startswith("linux"):
+        return _applied
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+        libc.gnu_get_libc_version  # glibc only: musl has no mallopt thresholds
+    except (OSError, AttributeError):
+        return _applied
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    _applied = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
+    return _applied

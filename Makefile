@@ -54,6 +54,7 @@ bench-methods: $(STAMP)
 	$(BIN)/python benchmarks/methods_speed.py
 	$(BIN)/python benchmarks/solver_policy.py
 	$(BIN)/python benchmarks/dense_cholesky.py
+	$(BIN)/python benchmarks/page_faults.py
 	$(BIN)/python benchmarks/dfl_speed.py
 	$(BIN)/python benchmarks/spo_plus_grid.py
 	$(BIN)/python benchmarks/kernel_mom_cells.py --data-degree 1 --kernel rbf --cells 0.1 2

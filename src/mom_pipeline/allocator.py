@@ -5,8 +5,8 @@ batched QR factors and products: arrays of 0.2-4 MB at T = 1,000). With glibc's 
 freed block above the mmap threshold goes back to the kernel, and so does the top of the heap
 beyond twice that threshold, so the next step gets fresh pages and the kernel zeroes every one
 of them on first touch. Measured on the dual formulation's lambda grid (paper's shortest path,
-T = 1,000): 2.7 million page faults and 7.7 s of system time in a 28 s run by default, 67,000
-faults and 1.1 s with the settings below, the solutions identical bit for bit
+T = 1,000, `benchmarks/page_faults.py`): about 900,000 page faults and 13.2 s by default, 7,000
+faults and 9.8 s with the settings below, the coefficients identical bit for bit
 (docs/benchmarks.md, "Page faults").
 
 `keep_freed_memory` sets, once per process:

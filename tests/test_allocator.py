@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from mom_pipeline import allocator
+
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 # A child process imports the package, then allocates and frees, round after round, eight
@@ -31,23 +33,13 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 
 
 def _churn(env_extra: dict) -> tuple[str, int]:
-    env = {key: value for key, value in os.environ.items() if key != "MOM_PIPELINE_MALLOC"}
+    env = {key: value for key, value in os.environ.items() if key != allocator.OPT_OUT}
     env.update(PYTHONPATH=SRC, **env_extra)
     out = subprocess.run([sys.executable, "-c", CHURN], env=env, capture_output=True, text=True, check=True).stdout.split()
     return out[0], int(out[1])
 
 
-def _glibc() -> bool:
-    import ctypes
-
-    try:
-        ctypes.CDLL("libc.so.6").gnu_get_libc_version
-    except (OSError, AttributeError):
-        return False
-    return sys.platform.startswith("linux")
-
-
-@pytest.mark.skipif(not _glibc(), reason="the settings are glibc's")
+@pytest.mark.skipif(allocator.glibc() is None, reason="the settings are glibc's")
 def test_freed_temporaries_are_reused_without_page_faults():
     applied, faults = _churn({})
     assert applied == "True"
@@ -55,7 +47,7 @@ def test_freed_temporaries_are_reused_without_page_faults():
     assert faults < 0.05 * pages, f"{faults} page faults in 20 rounds of {pages // 20} pages"
 
 
-@pytest.mark.skipif(not _glibc(), reason="the settings are glibc's")
+@pytest.mark.skipif(allocator.glibc() is None, reason="the settings are glibc's")
 def test_the_settings_can_be_switched_off():
     applied, faults = _churn({"MOM_PIPELINE_MALLOC": "default"})
     assert applied == "False"

@@ -36,20 +36,28 @@ OPT_OUT = "MOM_PIPELINE_MALLOC"
 _applied: bool | None = None
 
 
+def glibc() -> ctypes.CDLL | None:
+    """The C library when it is glibc (on Linux), else None (musl has no mallopt thresholds)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.gnu_get_libc_version, libc.mallopt
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
 def keep_freed_memory() -> bool:
     """Apply the malloc settings above (once per process); True when they are in effect."""
     global _applied
     if _applied is not None:
         return _applied
+    libc = None if os.environ.get(OPT_OUT, "").strip().lower() == "default" else glibc()
     _applied = False
-    if os.environ.get(OPT_OUT, "").strip().lower() == "default" or not sys.platform.startswith("linux"):
+    if libc is None:
         return _applied
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-        libc.gnu_get_libc_version  # glibc only: musl has no mallopt thresholds
-    except (OSError, AttributeError):
-        return _applied
+    mallopt = libc.mallopt
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     _applied = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
     return _applied

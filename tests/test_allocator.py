@@ -54,3 +54,10 @@ def test_the_settings_can_be_switched_off():
     # glibc's defaults return the freed arrays: the rounds fault again (the difference the
     # settings make; if a future glibc kept them, this documents that the lever is gone).
     assert faults > 0.5 * 20 * 8 * (3 * 2**20 // 4096)
+
+
+def test_an_unknown_setting_stops_with_the_variable_named():
+    env = {**os.environ, "PYTHONPATH": SRC, allocator.OPT_OUT: "off"}
+    result = subprocess.run([sys.executable, "-c", "import mom_pipeline"], env=env, capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "MOM_PIPELINE_MALLOC='off'" in result.stderr and "'default'" in result.stderr

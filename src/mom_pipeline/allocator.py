@@ -17,7 +17,8 @@ faults and 9.8 s with the settings below, the coefficients identical bit for bit
 A process therefore keeps at most about 256 MB of freed memory per malloc arena. Nothing
 numerical depends on it. It is called when the package is imported (so in the Kedro session's
 process and in every loky or Dask worker that unpickles a node), does nothing outside glibc,
-and is switched off by the environment variable MOM_PIPELINE_MALLOC=default.
+and is switched off by the environment variable MOM_PIPELINE_MALLOC=default (any value other
+than 'default' or 'package' stops the import with an error naming the variable).
 """
 
 from __future__ import annotations
@@ -53,7 +54,12 @@ def keep_freed_memory() -> bool:
     global _applied
     if _applied is not None:
         return _applied
-    libc = None if os.environ.get(OPT_OUT, "").strip().lower() == "default" else glibc()
+    choice = os.environ.get(OPT_OUT, "").strip().lower()
+    if choice not in ("", "package", "default"):
+        # "off", "0" or "false" would otherwise leave the settings on without a word.
+        raise ValueError(f"environment variable {OPT_OUT}={os.environ[OPT_OUT]!r}: use 'default' (glibc's own "
+                         f"settings) or 'package' (this package's, as when it is unset)")
+    libc = None if choice == "default" else glibc()
     _applied = False
     if libc is None:
         return _applied

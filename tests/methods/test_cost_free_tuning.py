@@ -57,6 +57,54 @@ def test_the_curve_fitted_as_one_path_per_fold_equals_one_fit_per_lambda(formula
         assert row["heldout_hinge"] == pytest.approx(np.mean([hinge for _, hinge in scores]), rel=1e-6)
 
 
+def test_folds_fitted_at_once_give_the_curve_of_folds_fitted_one_after_the_other(monkeypatch):
+    """With n_jobs above 1 large folds are fitted on threads at once (forced here on a small
+    problem): the same curve, every score equal to the last bit, and the fits ran on two threads."""
+    import threading
+
+    import mom_pipeline.methods.cost_free_tuning as tuning
+    from mom_pipeline.solvers import policy
+
+    trial, X = _paths()
+    Z, lambdas = trial.train.Z, [1e-4, 1e-2, 1.0]
+    folds = kfold_indices(len(Z), 3, 1)
+    assert tuning.fold_threads({"formulation": "dual", "n_jobs": 2}, Z, X, trial.lp, folds) == 1  # too small
+    monkeypatch.setattr(policy, "TUNING_FOLD_WORK", 0)
+    assert tuning.fold_threads({"formulation": "dual", "n_jobs": 2}, Z, X, trial.lp, folds) == 2
+    assert tuning.fold_threads({"formulation": "dual", "n_jobs": 8}, Z, X, trial.lp, folds) == 3  # at most n_folds
+    assert tuning.fold_threads({"formulation": "dual"}, Z, X, trial.lp, folds) == 1  # n_jobs None: one thread
+    assert tuning.fold_threads({"formulation": "basis", "n_jobs": 2}, Z, X, trial.lp, folds) == 1
+    fitted_on = set()
+    fit_grid = tuning.fit_standardized_grid
+
+    def recording(*args, **kwargs):
+        fitted_on.add(threading.get_ident())
+        return fit_grid(*args, **kwargs)
+
+    monkeypatch.setattr(tuning, "fit_standardized_grid", recording)
+    at_once = validation_curve({"formulation": "dual", "n_jobs": 2}, Z, X, trial.lp, lambdas, n_folds=3, seed=1)
+    assert threading.get_ident() not in fitted_on and len(fitted_on) == 2
+    fitted_on.clear()
+    in_turn = validation_curve({"formulation": "dual"}, Z, X, trial.lp, lambdas, n_folds=3, seed=1)
+    assert fitted_on == {threading.get_ident()}
+    columns = ["lam", "reproduced_share", "reproduced_share_std", "heldout_hinge", "chosen"]
+    assert at_once[columns].equals(in_turn[columns])
+
+
+def test_tuning_fold_threads_policy():
+    """Folds at once only when one fold's block-method work reaches TUNING_FOLD_WORK, at most
+    n_folds of them, and only as many as fit the block method's memory budget together."""
+    from mom_pipeline.solvers.policy import BLOCK_IPM_MAX_BYTES, block_ipm_bytes, tuning_fold_threads
+
+    assert tuning_fold_threads(2, 4, 150, 16, 16, 40, 6, 24) == 1  # the paper's shortest path, T = 200 in 4 folds
+    assert tuning_fold_threads(2, 4, 750, 16, 16, 40, 6, 24) == 2  # T = 1000 in 4 folds
+    assert tuning_fold_threads(8, 4, 750, 16, 16, 40, 6, 24) == 4
+    assert tuning_fold_threads(1, 4, 750, 16, 16, 40, 6, 24) == 1
+    # 180 arcs, 7,500 observations a fold: 3.6 GB each, so only one fits the 6 GB budget at a time
+    assert block_ipm_bytes(7500, 81, 81, 180, 9, 99) > BLOCK_IPM_MAX_BYTES / 2
+    assert tuning_fold_threads(2, 4, 7500, 81, 81, 180, 9, 99) == 1
+
+
 @pytest.mark.parametrize("scale", [1e7, 1e9])
 @pytest.mark.parametrize("formulation", ["dual", "basis"])
 def test_decisions_do_not_depend_on_the_units_of_a_feature(scale, formulation):

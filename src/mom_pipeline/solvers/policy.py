@@ -38,6 +38,8 @@ path, on every machine):
 * `block_ipm_threads(requested, T, K, q, n, d)`: how many of the requested threads share its
   Newton steps (one on problems too small to share: the shipped inverse example ran 2x slower
   on two threads).
+* `tuning_fold_threads(requested, n_folds, T, K, q, n, d, m)`: how many folds of the cost-free
+  lambda tuning (`methods.cost_free_tuning`) are fitted at once, each on one thread.
 
 `benchmarks/solver_policy.py` times every path on shapes on both sides of each threshold
 and prints the table that backs these numbers (docs/benchmarks.md keeps the last one).
@@ -115,12 +117,38 @@ def block_ipm_fits(T: int, K: int, q: int, n: int, d: int, m: int = 0, threads: 
 BLOCK_IPM_WORK_PER_THREAD = 7e7
 
 
+def block_ipm_work(T: int, K: int, q: int, n: int, d: int) -> int:
+    """The block method's work per Newton step (`block_hinge_ipm`'s count)."""
+    return T * ((K + q) ** 2 * (K + q + n) + K * n * n + n * n * d * d)
+
+
 def block_ipm_threads(requested: int, T: int, K: int, q: int, n: int, d: int) -> int:
     """Threads for the block method's Newton steps: the requested number, fewer when a step's
     work (BLOCK_IPM_WORK_PER_THREAD each) is too small to share (the solution is the same
     whatever the number)."""
-    work = T * ((K + q) ** 2 * (K + q + n) + K * n * n + n * n * d * d)
-    return int(max(1, min(requested, work // BLOCK_IPM_WORK_PER_THREAD)))
+    return int(max(1, min(requested, block_ipm_work(T, K, q, n, d) // BLOCK_IPM_WORK_PER_THREAD)))
+
+
+# Cost-free lambda tuning: folds are fitted at once (one thread each) from this much work per
+# Newton step of one fold's block method. A fold's whole lambda path is the unit shared, so this
+# is below BLOCK_IPM_WORK_PER_THREAD; below it the folds' Python work holds the interpreter lock
+# and the threads lose. Four folds of the paper's shortest path (1.6e5 per sample), nine
+# lambdas, folds on two threads against one after the other (2026-11-27, night, interleaved):
+# T = 200 (150 per fold, 2.4e7) 0.79x and 0.86x; T = 400 (4.7e7) 1.07x and 1.15x; T = 600 1.34x
+# and 1.17x; T = 1000 (1.2e8) 1.63x and 1.63x.
+TUNING_FOLD_WORK = 4e7
+
+
+def tuning_fold_threads(requested: int, n_folds: int, T: int, K: int, q: int, n: int, d: int, m: int = 0) -> int:
+    """Folds of a cost-free lambda tuning fitted at once, one thread each: the requested threads
+    (at most n_folds) when one fold's block-method work per Newton step (T: its observations)
+    reaches TUNING_FOLD_WORK and that many fits at once fit BLOCK_IPM_MAX_BYTES, else 1."""
+    threads = min(int(requested), int(n_folds))
+    if threads < 2 or block_ipm_work(T, K, q, n, d) < TUNING_FOLD_WORK:
+        return 1
+    while threads > 1 and threads * block_ipm_bytes(T, K, q, n, d, m) > BLOCK_IPM_MAX_BYTES:
+        threads -= 1
+    return threads
 
 
 def restricted_qp_method(n_vars: int, n_rows: int, ball: bool) -> Literal["interior_point", "box_dual", "clarabel"]:

@@ -66,6 +66,7 @@ bench-methods: $(STAMP)
 bench-inverse: $(STAMP)
 	$(BIN)/python benchmarks/inverse_tuning.py
 	$(BIN)/python benchmarks/dual_fit.py
+	$(BIN)/python benchmarks/tuning_folds.py
 	$(BIN)/python benchmarks/inverse_scale.py
 
 # End-to-end wall time and peak memory of every paper experiment at the paper's settings,

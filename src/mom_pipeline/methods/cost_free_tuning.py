@@ -28,8 +28,8 @@ import pandas as pd
 import threadpoolctl
 
 from ..lp import StandardFormLP
-from .feature_scaling import FeatureStandardizer
 from ..solvers.policy import tuning_fold_threads
+from .feature_scaling import FeatureStandardizer
 from .mom import MOM
 from .mom_dual import threads_of
 from .mom_problem import mom_hinge_loss, operators_of_bases, support_mask

@@ -31,8 +31,8 @@ from ..lp import StandardFormLP
 from ..solvers.policy import tuning_fold_threads
 from .feature_scaling import FeatureStandardizer
 from .mom import MOM
-from .mom_dual import threads_of
-from .mom_problem import mom_hinge_loss, operators_of_bases, support_mask
+from .mom_dual import most_free_reduced_costs, threads_of
+from .mom_problem import mom_hinge_loss, operators_of_bases
 
 # A held-out decision is reproduced when no entry differs by more than this times max(1, |x|_inf).
 REPRODUCED_TOL = 1e-7
@@ -104,7 +104,7 @@ def fold_threads(model_params: dict, Z: np.ndarray, X: np.ndarray, lp: StandardF
         return 1
     m, n = lp.m, lp.n
     smallest = min(train.size for train, _ in folds)
-    q = max(1, int((m - support_mask(X).sum(axis=1)).max()))  # free reduced costs per observation, at most
+    q = most_free_reduced_costs(X, m)
     return tuning_fold_threads(threads_of(probe.n_jobs), len(folds), smallest, n - m, q, n, Z.shape[1], m)
 
 

@@ -36,6 +36,12 @@ def threads_of(n_jobs: int | None) -> int:
     return int(joblib.cpu_count()) if n_jobs == -1 else int(n_jobs)
 
 
+def most_free_reduced_costs(X, m: int) -> int:
+    """The most free reduced costs of one sample (basic columns outside the support of x*, for
+    bases of m columns; at least 1): the q that sizes the block method's estimates."""
+    return max(1, int((m - support_mask(X).sum(axis=1)).max()))
+
+
 def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = None,
                            solver: str = "auto", threads: int = 1) -> tuple[np.ndarray, np.ndarray, dict]:
     """MOM without a basis (the problem and its parametrization: `solve_dual_formulation_clarabel`).
@@ -74,7 +80,7 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
     A = np.asarray(A, dtype=float)
     T = Z.shape[0]
     m, n = A.shape[-2:]
-    q = max(1, int((m - support_mask(X).sum(axis=1)).max()))  # free reduced costs per sample, at most
+    q = most_free_reduced_costs(X, m)
     threads = block_ipm_threads(threads, T, n - m, q, n, Z.shape[1])
     if not block_ipm_fits(T, n - m, q, n, Z.shape[1], m, threads):
         # Said in the log: the whole sparse problem is a much slower solve, and on many samples

@@ -80,8 +80,9 @@ bench-experiments: $(STAMP)
 bench-footprint: $(STAMP)
 	$(BIN)/python benchmarks/experiments.py --env footprint --figures fig1,fig2,fig3,fig4,fig5,fig6,fig7
 
-# The knapsack figures again on the paper text's features U[0,1]^4 (a sensitivity run; its
-# reports go to data/08_reporting/text_features/, see docs/results.md).
+# The knapsack figures again with the paper text's settings: features U[0,1]^4, the squared RBF
+# norm, figure 3 up to T = 5000 (a sensitivity run; its reports go to
+# data/08_reporting/text_features/, see docs/results.md).
 bench-text-features: $(STAMP)
 	$(BIN)/python benchmarks/experiments.py --env text_features --figures fig3,fig4,fig5,fig6
 

@@ -76,6 +76,24 @@ def test_rbf_kernel_ridge_uses_the_papers_squared_kernel(noisy_path):
     assert clone(model).get_params() == model.get_params()
 
 
+def test_rbf_kernel_ridge_with_the_released_codes_unsquared_kernel(noisy_path):
+    """rbf_norm="unsquared" is exp(-||z - z'|| / gamma); in one grid with squared cells, each
+    cell keeps its own kernel (fit_many groups by the norm)."""
+    Z, C, Z_new = noisy_path.train.Z, noisy_path.train.C, noisy_path.test.Z
+    lam, gamma = 0.1, 4.0
+    distance = lambda U, W: np.sqrt(((U[:, None, :] - W[None, :, :]) ** 2).sum(-1))  # noqa: E731
+    unsquared = lambda U, W: np.exp(-distance(U, W) / gamma)  # noqa: E731
+    squared = lambda U, W: np.exp(-distance(U, W) ** 2 / gamma)  # noqa: E731
+    models = [KernelRidgeCost(kernel="rbf", lam=lam, gamma=gamma, rbf_norm=norm) for norm in ("unsquared", "squared")]
+    KernelRidgeCost.fit_many(models, Z, C=C)
+    for model, kernel in zip(models, (unsquared, squared)):
+        dual = np.linalg.solve(kernel(Z, Z) + lam * np.eye(len(Z)), C)
+        np.testing.assert_allclose(model.predict_cost(Z_new), kernel(Z_new, Z) @ dual, rtol=1e-6, atol=1e-6)
+    assert not np.allclose(models[0].predict_cost(Z_new), models[1].predict_cost(Z_new))
+    with pytest.raises(ValueError, match="rbf_norm"):
+        KernelRidgeCost(kernel="rbf", rbf_norm="cubed").fit(Z, C=C)
+
+
 def test_random_forest_is_multi_output_and_seeded(noisy_path):
     Z, C = noisy_path.train.Z, noisy_path.train.C
     first = RandomForest(n_estimators=10, random_state=1).fit(Z, C=C).predict_cost(noisy_path.test.Z)

@@ -136,20 +136,26 @@ class KernelRidgeCost(_RegressionBaseline):
 
     * ``"poly"``: (z.z'/gamma + 1)^degree  -> sklearn kernel="poly", gamma=1/gamma, coef0=1;
     * ``"rbf"``:  exp(-||z - z'||^2 / gamma) -> sklearn kernel="rbf", gamma=1/gamma
-      (the paper's squared norm; the released code used the unsquared norm; docs/paper_notes.md).
+      (rbf_norm="squared", the paper's text), or exp(-||z - z'|| / gamma) (rbf_norm="unsquared",
+      the released code that drew the published figures; docs/paper_notes.md).
 
     scikit-learn's ``gamma`` is therefore the INVERSE of the ``gamma`` here. ``degree`` is
-    ignored by the RBF kernel.
+    ignored by the RBF kernel, ``rbf_norm`` by the polynomial one.
     """
 
     kernel: str = "poly"
     lam: float = 1.0
     degree: int = 2
     gamma: float = 1.0
+    rbf_norm: str = "squared"
 
     def _check_params(self) -> None:
+        from .kernels import RBF_NORMS
+
         if self.kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}; got {self.kernel!r}")
+        if self.rbf_norm not in RBF_NORMS:
+            raise ValueError(f"rbf_norm must be one of {RBF_NORMS}; got {self.rbf_norm!r}")
         if not self.gamma > 0:
             raise ValueError(f"gamma must be positive; got {self.gamma}")
         if not (np.isfinite(self.lam) and self.lam > 0):
@@ -158,7 +164,7 @@ class KernelRidgeCost(_RegressionBaseline):
     def _kernel(self, X, Y) -> np.ndarray:
         from .kernels import kernel_matrix  # the paper's kernel conventions, shared with KernelMOM
 
-        return kernel_matrix(X, Y, self.kernel, int(self.degree), self.gamma)
+        return kernel_matrix(X, Y, self.kernel, int(self.degree), self.gamma, self.rbf_norm)
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
         """Fit on features Z (T, d) and true costs C (T, n); returns self."""
@@ -178,7 +184,8 @@ class KernelRidgeCost(_RegressionBaseline):
         for model in models:
             model._check_params()
             degree = int(model.degree) if model.kernel == "poly" else None
-            groups.setdefault((model.kernel, degree, float(model.gamma)), []).append(model)
+            norm = model.rbf_norm if model.kernel == "rbf" else None
+            groups.setdefault((model.kernel, degree, float(model.gamma), norm), []).append(model)
         C = models[0]._require_costs(C, Z.shape[0], _n_columns(C, X_star, A, lp))
         for group in groups.values():
             eigenvalues, Q = np.linalg.eigh(group[0]._kernel(Z, Z))

@@ -143,14 +143,19 @@ def test_radius_grids():
     np.testing.assert_allclose(grid, RADIUS_FACTORS * norm)
 
 
-def test_paper_grids_are_in_the_parameters():
-    """The YAML is the only source of grids: the paper's ranges are what the figures tune."""
+def _project_parameters(env: str) -> dict:
+    """The project's parameters (conf/base with `env` soft-merged over it), as a run loads them."""
     from pathlib import Path
 
     from mom_pipeline.settings import ProjectConfigLoader
 
     conf = Path(__file__).resolve().parents[2] / "conf"
-    parameters = ProjectConfigLoader(str(conf), base_env="base", default_run_env="local")["parameters"]
+    return ProjectConfigLoader(str(conf), base_env="base", default_run_env=env)["parameters"]
+
+
+def test_paper_grids_are_in_the_parameters():
+    """The YAML is the only source of grids: the paper's ranges are what the figures tune."""
+    parameters = _project_parameters("local")
     methods = parameters["fig1"]["experiment"]["methods"]
     lam = methods["MOM"]["grid"]["lam"]
     steps = methods["MOM-OGD"]["grid"]["step_size"]
@@ -163,13 +168,7 @@ def test_figures_default_to_the_settings_that_drew_the_published_figures():
     """Where the paper's text and its released code differ, conf/base follows the released code
     (RBF kernels with the unsquared norm, figure 3 up to T = 2000, features U[-1,1]^4) and the
     text_features environment holds the text's settings (squared norm, T = 5000, U[0,1]^4)."""
-    from pathlib import Path
-
-    from mom_pipeline.settings import ProjectConfigLoader
-
-    conf = Path(__file__).resolve().parents[2] / "conf"
-    released = ProjectConfigLoader(str(conf), base_env="base", default_run_env="local")["parameters"]
-    text = ProjectConfigLoader(str(conf), base_env="base", default_run_env="text_features")["parameters"]
+    released, text = _project_parameters("local"), _project_parameters("text_features")
     rbf = [(figure, name) for figure in ("fig4", "fig6", "fig7") for name in ("RbfMOM", "RbfRidge")
            if name in released[figure]["experiment"]["methods"]]
     assert len(rbf) == 5  # figure 4 has no kernel ridge

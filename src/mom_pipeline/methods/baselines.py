@@ -150,12 +150,11 @@ class KernelRidgeCost(_RegressionBaseline):
     rbf_norm: str = "squared"
 
     def _check_params(self) -> None:
-        from .kernels import RBF_NORMS
+        from .kernels import check_rbf_norm  # the kernels' conventions, shared with KernelMOM
 
         if self.kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}; got {self.kernel!r}")
-        if self.rbf_norm not in RBF_NORMS:
-            raise ValueError(f"rbf_norm must be one of {RBF_NORMS}; got {self.rbf_norm!r}")
+        check_rbf_norm(self.rbf_norm)
         if not self.gamma > 0:
             raise ValueError(f"gamma must be positive; got {self.gamma}")
         if not (np.isfinite(self.lam) and self.lam > 0):

@@ -39,6 +39,13 @@ from .mom_problem import operators_of_bases, optimality_margins
 
 KERNELS = ("poly", "rbf")
 RBF_NORMS = ("squared", "unsquared")
+
+
+def check_rbf_norm(rbf_norm: str) -> None:
+    """Raise a ValueError naming the choices unless rbf_norm is one of RBF_NORMS (shared by the
+    kernel features and the kernel ridge)."""
+    if rbf_norm not in RBF_NORMS:
+        raise ValueError(f"unknown rbf_norm {rbf_norm!r}; choose one of {RBF_NORMS}")
 FEATURE_MAPS = ("landmarks", "nystroem")
 
 
@@ -96,8 +103,7 @@ class KernelFeatures(TransformerMixin, BaseEstimator):
     def _check_params(self) -> None:
         if self.kernel not in KERNELS:
             raise ValueError(f"unknown kernel {self.kernel!r}; choose one of {KERNELS}")
-        if self.rbf_norm not in RBF_NORMS:
-            raise ValueError(f"unknown rbf_norm {self.rbf_norm!r}; choose one of {RBF_NORMS}")
+        check_rbf_norm(self.rbf_norm)
         if self.feature_map not in FEATURE_MAPS:
             raise ValueError(f"unknown feature_map {self.feature_map!r}; choose one of {FEATURE_MAPS}")
         if not (np.isfinite(self.gamma) and self.gamma > 0):

@@ -21,6 +21,7 @@ from ..solvers.block_hinge_ipm import block_hinge_qp
 from ..solvers.clarabel_qp import ball_block, solve_clarabel
 from ..solvers.policy import BLOCK_IPM_MAX_BYTES, block_ipm_bytes, block_ipm_fits, block_ipm_threads
 from .mom_problem import hinge_rows, operators_of_bases, support_mask
+from .mom_solve import _full_costs, constraint_null_space
 
 logger = logging.getLogger(__name__)
 
@@ -81,14 +82,18 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
     T = Z.shape[0]
     m, n = A.shape[-2:]
     q = most_free_reduced_costs(X, m)
-    threads = block_ipm_threads(threads, T, n - m, q, n, Z.shape[1])
-    if not block_ipm_fits(T, n - m, q, n, Z.shape[1], m, threads):
+    # Theta on the costs the reduced costs see (`mom_solve.cost_subspace`): with one constraint
+    # matrix, its null space (n - rank(A) of n costs), on which the block method works.
+    subspace = constraint_null_space(A) if A.ndim == 2 else None
+    r = n if subspace is None else subspace.shape[1]
+    threads = block_ipm_threads(threads, T, n - m, q, r, Z.shape[1])
+    if not block_ipm_fits(T, n - m, q, n, Z.shape[1], m, threads, r):
         # Said in the log: the whole sparse problem is a much slower solve, and on many samples
         # of a large network it needs more memory still.
         logger.warning("dual-formulation MOM: the block method's estimated peak (%.1f GB for T = %d samples of %d "
                        "columns and %d rows) exceeds its budget of %.1f GB (solvers.policy.BLOCK_IPM_MAX_BYTES); "
                        "solving the whole sparse problem with Clarabel instead", block_ipm_bytes(
-                           T, n - m, q, n, Z.shape[1], m, threads) / 2**30, T, n, m, BLOCK_IPM_MAX_BYTES / 2**30)
+                           T, n - m, q, n, Z.shape[1], m, threads, r) / 2**30, T, n, m, BLOCK_IPM_MAX_BYTES / 2**30)
         return [solve_dual_formulation_clarabel(A, basis, X, Z, lam) for lam in lams]
     M, sample_of_u, position_of_u, extra = _free_reduced_costs(A, basis, X)
     K, q = M.shape[1], max(1, int(extra.sum(axis=1).max()))
@@ -103,6 +108,8 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
     # The columns of the rows: K non-basic ones, then the basic columns of the u slots.
     row_columns = np.concatenate([nonbasic_indices(basis, n), np.full((T, q), -1)], axis=1)
     row_columns[sample_of_u, K + slot] = basis[sample_of_u, position_of_u]
+    # M's rows lie in A's null space; Theta = subspace W with W (r, d).
+    M = M if subspace is None else M @ subspace
     order = np.argsort(-np.asarray(lams, dtype=float), kind="stable")
     solutions, start = [None] * len(order), None
     for index in order:
@@ -127,7 +134,8 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
                     solve_seconds=time.perf_counter() - started,
                     equality_rows=int(support_mask(X).sum()), margin_rows=int(T * K + sample_of_u.size),
                     free_reduced_costs=int(sample_of_u.size), solver="block_ipm")
-        solutions[index] = (W / sigma, _duals(A, basis, Z, W / sigma, r_basic), info)
+        Theta = _full_costs(subspace, W / sigma)
+        solutions[index] = (Theta, _duals(A, basis, Z, Theta, r_basic), info)
     return solutions
 
 

@@ -92,19 +92,23 @@ BLOCK_IPM_MAX_BYTES = 6 * 2**30
 BLOCK_IPM_MEMORY_MARGIN = 1.15
 
 
-def block_ipm_bytes(T: int, K: int, q: int, n: int, d: int, m: int = 0, threads: int = 1) -> float:
+def block_ipm_bytes(T: int, K: int, q: int, n: int, d: int, m: int = 0, threads: int = 1,
+                    r: int | None = None) -> float:
     """Estimated peak bytes of a dual-formulation fit by the block interior-point method
     (float64): the larger of its Newton steps (`block_hinge_ipm.newton_step_bytes`: the
     problem's blocks, the kept factors, the step's vectors, the Theta systems and the
     factorization chunks of `threads` threads) and of the duals y_t computed afterwards (the
-    problem's blocks beside the (T, m, m) basis matrices and their factorization)."""
+    problem's blocks beside the (T, m, m) basis matrices and their factorization). r: the
+    costs the block method works on (n - rank(A) with one constraint matrix; default n); the
+    operators on all n costs exist while the problem is built (the second term)."""
     duals = 8.0 * T * (K * n + K * q + 2 * m * m)
-    return BLOCK_IPM_MEMORY_MARGIN * max(newton_step_bytes(T, K, q, n, d, threads), duals)
+    return BLOCK_IPM_MEMORY_MARGIN * max(newton_step_bytes(T, K, q, n if r is None else r, d, threads), duals)
 
 
-def block_ipm_fits(T: int, K: int, q: int, n: int, d: int, m: int = 0, threads: int = 1) -> bool:
+def block_ipm_fits(T: int, K: int, q: int, n: int, d: int, m: int = 0, threads: int = 1,
+                   r: int | None = None) -> bool:
     """True when the block interior-point method's estimated peak fits in BLOCK_IPM_MAX_BYTES."""
-    return block_ipm_bytes(T, K, q, n, d, m, threads) <= BLOCK_IPM_MAX_BYTES
+    return block_ipm_bytes(T, K, q, n, d, m, threads, r) <= BLOCK_IPM_MAX_BYTES
 
 
 # Block interior-point method: one more thread per this much work per Newton step (the
@@ -162,6 +166,20 @@ def restricted_qp_method(n_vars: int, n_rows: int, ball: bool) -> Literal["inter
     if n_vars > max(BOX_DUAL_MIN_VARS, 2 * n_rows):
         return "box_dual"
     return "clarabel"
+
+
+# The basis formulation works on the costs the reduced costs see (`mom_solve.cost_subspace`)
+# up to this many unknowns there. The reduced rows are dense where M's were sparse, and beyond it
+# the restricted QPs that fall back to Clarabel (wide RBF kernel cells at tiny lam: 375 samples,
+# 3,750 unknowns instead of 7,875) factor much denser systems: a test path of 91 s did not end
+# in 15 minutes. Below it: linear MOM on the paper's shortest path 2.0x faster, figure 7's
+# polynomial grid 1.7x, figure 4's 1.2-1.4x (docs/benchmarks.md).
+COST_SUBSPACE_MAX_VARS = 2500
+
+
+def cost_subspace_pays(n_vars: int) -> bool:
+    """Whether the basis formulation solves on the cost subspace, with n_vars unknowns there."""
+    return n_vars <= COST_SUBSPACE_MAX_VARS
 
 
 def newton_system(n_vars: int, n_curved: int) -> Literal["dense", "woodbury", "cg"]:

@@ -46,7 +46,8 @@ def shapes(grid: tuple[int, int]) -> tuple[int, int, int]:
 def estimated_bytes(grid, T: int, d: int = N_FEATURES) -> float:
     """The estimated peak of a fit by the block method on every core (`solvers.policy.block_ipm_bytes`)."""
     n, K, q = shapes(grid)
-    return block_ipm_bytes(T, K, q, n, d, n - K, threads_of(-1))
+    # Theta works on the null space of the grid's incidence matrix: n - rank(A) = K costs.
+    return block_ipm_bytes(T, K, q, n, d, n - K, threads_of(-1), r=K)
 
 
 def peak_gigabytes() -> float:
@@ -88,12 +89,14 @@ def newton_step_parts(grid, T: int) -> dict:
 
     n, K, q = shapes(grid)
     rng = np.random.default_rng(0)
-    rows = BlockHingeRows(rng.normal(size=(T, K, n)), rng.normal(size=(T, K, q)), rng.normal(size=(T, N_FEATURES)))
+    # The block method's rows act on the K costs of the incidence matrix's null space
+    # (`mom_solve.constraint_null_space`), not on all n arcs.
+    rows = BlockHingeRows(rng.normal(size=(T, K, K)), rng.normal(size=(T, K, q)), rng.normal(size=(T, N_FEATURES)))
     e = np.exp(rng.normal(size=(T, K + q)))
     started = time.perf_counter()
     _newton_solver(rows, 1e-2, e)
     total = time.perf_counter() - started
-    p = n * N_FEATURES
+    p = K * N_FEATURES
     schur = rng.normal(size=(p, p)) / np.sqrt(p)
     schur = schur @ schur.T + np.eye(p)
     started = time.perf_counter()

@@ -168,20 +168,6 @@ def restricted_qp_method(n_vars: int, n_rows: int, ball: bool) -> Literal["inter
     return "clarabel"
 
 
-# The basis formulation works on the costs the reduced costs see (`mom_solve.cost_subspace`)
-# up to this many unknowns there. The reduced rows are dense where M's were sparse, and beyond it
-# the restricted QPs that fall back to Clarabel (wide RBF kernel cells at tiny lam: 375 samples,
-# 3,750 unknowns instead of 7,875) factor much denser systems: a test path of 91 s did not end
-# in 15 minutes. Below it: linear MOM on the paper's shortest path 2.0x faster, figure 7's
-# polynomial grid 1.7x, figure 4's 1.2-1.4x (docs/benchmarks.md).
-COST_SUBSPACE_MAX_VARS = 2500
-
-
-def cost_subspace_pays(n_vars: int) -> bool:
-    """Whether the basis formulation solves on the cost subspace, with n_vars unknowns there."""
-    return n_vars <= COST_SUBSPACE_MAX_VARS
-
-
 def newton_system(n_vars: int, n_curved: int) -> Literal["dense", "woodbury", "cg"]:
     """How a Newton step of the smoothed warm start with `n_curved` curved rows is solved."""
     direct = n_vars <= DENSE_NEWTON_MAX_VARS

@@ -82,7 +82,7 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
     T = Z.shape[0]
     m, n = A.shape[-2:]
     q = most_free_reduced_costs(X, m)
-    # Theta on the costs the reduced costs see (`mom_solve.cost_subspace`): with one constraint
+    # Theta on the costs the reduced costs see (`mom_solve.constraint_null_space`): with one constraint
     # matrix, its null space (n - rank(A) of n costs), on which the block method works.
     subspace = constraint_null_space(A) if A.ndim == 2 else None
     r = n if subspace is None else subspace.shape[1]

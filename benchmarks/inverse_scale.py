@@ -90,7 +90,7 @@ def newton_step_parts(grid, T: int) -> dict:
     n, K, q = shapes(grid)
     rng = np.random.default_rng(0)
     # The block method's rows act on the K costs of the incidence matrix's null space
-    # (`mom_solve.constraint_null_space`), not on all n arcs.
+    # (`mom_problem.constraint_null_space`), not on all n arcs.
     rows = BlockHingeRows(rng.normal(size=(T, K, K)), rng.normal(size=(T, K, q)), rng.normal(size=(T, N_FEATURES)))
     e = np.exp(rng.normal(size=(T, K + q)))
     started = time.perf_counter()

@@ -1,4 +1,4 @@
-"""The dual formulation solved on the costs its reduced costs see (`mom_solve.constraint_null_space`):
+"""The dual formulation solved on the costs its reduced costs see (`constraint_null_space`):
 reduced costs do not change when c moves by A'y, so every reduced-cost row lies in A's null
 space, and the optimum's Theta has no part outside it. The block method works there; the
 reference (Clarabel on the whole problem) does not."""
@@ -6,9 +6,8 @@ reference (Clarabel on the whole problem) does not."""
 import numpy as np
 import pytest
 
-from mom_pipeline.methods import mom_solve
 from mom_pipeline.methods.mom import MOM
-from mom_pipeline.methods.mom_problem import operators_of_bases
+from mom_pipeline.methods.mom_problem import constraint_null_space, operators_of_bases
 from mom_pipeline.problems import generate_knapsack, generate_shortest_path
 
 
@@ -18,12 +17,12 @@ def test_reduced_cost_rows_lie_in_the_null_space_of_the_constraints(problem):
              else generate_knapsack(50, 0, degree=2, feature_low=-1.0, seed=3))
     A = np.asarray(trial.lp.A, dtype=float)
     M = operators_of_bases(A, trial.lp.solve(trial.train.C).basis)
-    U = mom_solve.constraint_null_space(A)
+    U = constraint_null_space(A)
     assert U.shape == (A.shape[1], A.shape[1] - np.linalg.matrix_rank(A))  # 16 of 40 arcs; 10 of 21 costs
     np.testing.assert_allclose(U.T @ U, np.eye(U.shape[1]), atol=1e-12)
     rows = M.reshape(-1, A.shape[1])
     np.testing.assert_allclose(rows - (rows @ U) @ U.T, 0.0, atol=1e-12 * np.abs(rows).max())
-    assert mom_solve.constraint_null_space(np.zeros((2, 5))) is None  # nothing to reduce
+    assert constraint_null_space(np.zeros((2, 5))) is None  # nothing to reduce
 
 
 def test_dual_formulation_on_the_null_space_equals_the_whole_problem():

@@ -20,8 +20,7 @@ from ..lp import basis_matrices, nonbasic_indices
 from ..solvers.block_hinge_ipm import block_hinge_qp
 from ..solvers.clarabel_qp import ball_block, solve_clarabel
 from ..solvers.policy import BLOCK_IPM_MAX_BYTES, block_ipm_bytes, block_ipm_fits, block_ipm_threads
-from .mom_problem import hinge_rows, operators_of_bases, support_mask
-from .mom_solve import _full_costs, constraint_null_space
+from .mom_problem import constraint_null_space, hinge_rows, operators_of_bases, support_mask
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +81,7 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
     T = Z.shape[0]
     m, n = A.shape[-2:]
     q = most_free_reduced_costs(X, m)
-    # Theta on the costs the reduced costs see (`mom_solve.constraint_null_space`): with one constraint
+    # Theta on the costs the reduced costs see (`mom_problem.constraint_null_space`): with one constraint
     # matrix, its null space (n - rank(A) of n costs), on which the block method works.
     subspace = constraint_null_space(A) if A.ndim == 2 else None
     r = n if subspace is None else subspace.shape[1]
@@ -134,7 +133,7 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
                     solve_seconds=time.perf_counter() - started,
                     equality_rows=int(support_mask(X).sum()), margin_rows=int(T * K + sample_of_u.size),
                     free_reduced_costs=int(sample_of_u.size), solver="block_ipm")
-        Theta = _full_costs(subspace, W / sigma)
+        Theta = W / sigma if subspace is None else subspace @ (W / sigma)
         solutions[index] = (Theta, _duals(A, basis, Z, Theta, r_basic), info)
     return solutions
 

@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 import threadpoolctl
 
 from ..solvers.hinge_path import solve_hinge_path
@@ -45,27 +44,6 @@ def solve_hinge_qp(M, Z, lam: float, radius: float | None = None, tol: float = 1
     with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
         return _solve_rescaled(np.asarray(M, dtype=float), np.asarray(Z, dtype=float), lam, radius, tol, w0,
                                band, linear_below, max_rounds)
-
-
-def constraint_null_space(A) -> np.ndarray | None:
-    """An orthonormal basis U (n, r) of the null space of one constraint matrix A (m, n): the
-    costs MOM's reduced costs see, or None when that is all of R^n or nothing.
-
-    Reduced costs do not change when c moves by A'y, so every reduced-cost row m_tk lies in A's
-    null space (r = n - rank(A): 16 of 40 arcs on the 5 x 5 shortest path, 10 of 21 costs on the
-    figures' knapsack). MOM's hinge sees Theta only through M_t Theta z_t and ||Theta||_F^2 is
-    smallest with no part of Theta outside it, so the optimum is U W for the optimum W of the
-    same problem on the rows M_t U: r x d unknowns instead of n x d. The dual formulation's
-    block method works there (`mom_dual`). The basis formulation's working-set method does not:
-    on the rotated rows of figure 4's degree-1 knapsack data it ended 3e-3 above the optimum at
-    lam = 1e-6 (docs/benchmarks.md)."""
-    U = scipy.linalg.null_space(np.asarray(A, dtype=float))
-    return U if 0 < U.shape[1] < np.shape(A)[1] else None
-
-
-def _full_costs(U: np.ndarray | None, Theta: np.ndarray) -> np.ndarray:
-    """Theta (n, d) from the coefficients on the cost subspace U (`cost_subspace`)."""
-    return Theta if U is None else U @ Theta
 
 
 def _row_scale(M, Z) -> float:

@@ -39,6 +39,7 @@ from .mom_problem import operators_of_bases, optimality_margins
 
 KERNELS = ("poly", "rbf")
 RBF_NORMS = ("squared", "unsquared")
+FEATURE_MAPS = ("landmarks", "nystroem")
 
 
 def check_rbf_norm(rbf_norm: str) -> None:
@@ -46,7 +47,6 @@ def check_rbf_norm(rbf_norm: str) -> None:
     kernel features and the kernel ridge)."""
     if rbf_norm not in RBF_NORMS:
         raise ValueError(f"unknown rbf_norm {rbf_norm!r}; choose one of {RBF_NORMS}")
-FEATURE_MAPS = ("landmarks", "nystroem")
 
 
 def _unsquared_rbf(x, y, gamma: float = 1.0) -> float:

@@ -27,8 +27,9 @@ import numpy as np
 
 from .box_active_set import GuessRecord
 from .hinge_rows import HingeRowOperator
-from .hinge_working_set import MarginSystems, active_set_from_guess, polish_margin_rows_below, solve_working_set
-from .policy import PATH_MAX_RATIO, path_warm_start
+from .hinge_working_set import MarginSystems, active_set_from_guess, polish_uncertified, solve_working_set
+from .margin_polish import POLISH_BELOW_LAM, POLISH_WARM_START_BELOW
+from .policy import PATH_MAX_RATIO, adaptive_working_set, path_warm_start
 
 #: The active-set method from the previous constant's sets gives up when, after a few steps,
 #: more than this fraction of the rows still change sets per step: its guesses then oscillate
@@ -63,10 +64,13 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
         if previous is not None and path_warm_start(rows.n_vars, rows.n_rows):
             u = rows.margins(previous)
             margin = np.abs(u - 1.0) <= MARGIN_GUESS
+            multipliers: dict = {}
             w, steps = active_set_from_guess(rows, lam, weight, margin, (u < 1.0) & ~margin, tol,
-                                             churn_limit=PATH_GUESS_CHURN, margin_systems=margin_systems)
+                                             churn_limit=PATH_GUESS_CHURN, margin_systems=margin_systems,
+                                             multipliers=multipliers)
             if w is not None:
-                w = polish_margin_rows_below(rows, lam, weight, w)
+                w = polish_uncertified(rows, lam, weight, w, multipliers.get("alpha"), _polish_below(i),
+                                       margin_systems if adaptive_working_set(rows.n_vars) else None)
                 if i is not None:
                     results[i] = (w, dict(path="active_set", active_set_steps=steps, rounds=1, working_set=0,
                                           restricted_solves=0, newton_steps=0, rows=int(rows.n_rows)))
@@ -79,11 +83,16 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
                 and bool(np.any(np.abs(rows.margins(previous) - 1.0) <= MARGIN_GUESS)))
         start = None if start_margins is None or not path_warm_start(rows.n_vars, rows.n_rows) else start_margins[i]
         w, info = solve_working_set(rows, lam, weight, None, tol, previous if warm else None, band, linear_below,
-                                    max_rounds, guesses, start)
+                                    max_rounds, guesses, start, polish_below=_polish_below(i))
         if i is not None:
             results[i] = (w, dict(info, path="warm_working_set" if warm else "cold"))
         previous = w
     return results
+
+
+def _polish_below(index: int | None) -> float:
+    """The polish threshold of a path's constant: a grid value's (index into lams) or a warm start's."""
+    return POLISH_BELOW_LAM if index is not None else POLISH_WARM_START_BELOW
 
 
 def path_constants(lams: np.ndarray, max_ratio: float | None) -> list[tuple[int | None, float]]:

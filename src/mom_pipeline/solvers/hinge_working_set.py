@@ -37,8 +37,9 @@ from .hinge_rows import HingeRowOperator
 from .box_active_set import GuessRecord, box_qp_active_set, free_solve
 from .dense_cholesky import cho_factor_symmetric, cho_solve_factor
 from .hinge_newton import smoothed_hinge_start
-from .interior_point import BoxQPStalled, box_qp, hinge_qp_ipm
-from .margin_polish import POLISH_BELOW_LAM, polish_margin_rows, restricted_gap, restricted_objective
+from .interior_point import BoxQPStalled, HingeIPMStalled, box_qp, hinge_qp_ipm
+from .margin_polish import (POLISH_BELOW_LAM, margin_multipliers, polish_margin_rows, restricted_gap,
+                            restricted_objective)
 from .policy import BOX_DUAL_GAP, BOX_DUAL_REL_GAP, adaptive_working_set, restricted_qp_method
 
 #: `active_set_from_guess` checks its churn (rows changing sets per step) from this step on.
@@ -51,6 +52,8 @@ RESTRICTED_CLARABEL_TOL = 1e-10
 INCREMENTAL_REFINEMENTS = 3
 #: Bands of `polish_margin_rows` for a stalled box dual's point, whose margins can be off by 1e-3.
 STALLED_POLISH_BANDS = (1e-3, 1e-4, 1e-6)
+#: Margin bands of the multipliers that certify a stalled primal iterate (`_certified_stall`).
+CERTIFY_BANDS = (1e-9, 1e-7)
 
 
 def restricted_qp(rows: HingeRowOperator, lam: float, weight: float, working: np.ndarray, linear: np.ndarray,
@@ -61,13 +64,30 @@ def restricted_qp(rows: HingeRowOperator, lam: float, weight: float, working: np
     return restricted_qp_warm(rows, lam, weight, working, linear, radius)[0]
 
 
+class ProvisionalPoint(RuntimeError):
+    """The primal interior-point method stalled on a restricted QP and no certificate accepts its
+    last iterate `w`. Raised by `restricted_qp_warm` only when the caller allows it: a working-set
+    round whose point breaks some row's assumption is not the last, so an inexact restricted
+    optimum only steers the next working set there, and only the last round needs the exact one."""
+
+    def __init__(self, w: np.ndarray):
+        super().__init__("uncertified restricted optimum")
+        self.w = w
+
+
 def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, working: np.ndarray, linear: np.ndarray,
                        radius: float | None, status: np.ndarray | None = None,
-                       guesses: GuessRecord | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+                       guesses: GuessRecord | None = None,
+                       provisional: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
     """`restricted_qp` and the multipliers of the working rows (None when the path taken does not
     give them), started from a guess of their active sets when `status` is given ((n_rows,):
     -1 satisfied, +1 violated, 0 on the margin; `box_active_set`), which is tried first unless
-    `guesses` (the record of earlier guesses on the same path) says it does not pay."""
+    `guesses` (the record of earlier guesses on the same path) says it does not pay.
+
+    provisional: raise `ProvisionalPoint` with a stalled interior-point iterate that no certificate
+    accepts, instead of solving the QP again by Clarabel (at scaled lam 5.7e-15, restricted QPs
+    with hundreds of rows assumed violated have optima of norm 1e6 or more: the interior-point
+    method stalls on them, and Clarabel took 1.5-2.7 s each without reaching them either)."""
     p = rows.n_vars
     gradient = weight * rows.weighted_sum(linear.astype(float))
     n_linear = int(linear.sum())
@@ -96,8 +116,15 @@ def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, workin
     if method == "interior_point":
         try:
             return hinge_qp_ipm(rows.dense_rows(index), gradient, lam, weight), None
-        except RuntimeError:
-            pass
+        except HingeIPMStalled as stalled:
+            # At tiny scaled lam the iterations can reach the optimum without their certificate
+            # (its stationarity term is divided by lam); Clarabel, the fallback, then "solved" a
+            # restricted QP of 361 rows at scaled lam 1.2e-14 3.3e-3 above its optimum.
+            found = _certified_stall(rows, index, gradient, lam, weight, stalled.w, n_linear)
+            if found is not None:
+                return found
+            if provisional and np.isfinite(stalled.w).all():
+                raise ProvisionalPoint(stalled.w) from None
     if method == "box_dual":
         found = _box_dual(rows, index, gradient, lam, weight, gram, shift, n_linear)
         if found is not None:
@@ -169,6 +196,23 @@ def _polished_stall(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndar
     return (w, alpha) if np.isfinite(gap) and gap <= max(BOX_DUAL_GAP, BOX_DUAL_REL_GAP * abs(scale)) else None
 
 
+def _certified_stall(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, lam: float, weight: float,
+                     w: np.ndarray, n_linear: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(w, alpha) from a stalled primal interior-point iterate w, its margin rows polished, when
+    multipliers fitted to it (`margin_polish.margin_multipliers`) certify it below
+    BOX_DUAL_REL_GAP of the MOM objective; else None."""
+    if not np.isfinite(w).all():
+        return None
+    w = polish_margin_rows(rows, lam, weight, w, index, gradient, STALLED_POLISH_BANDS)
+    scale = restricted_objective(rows, lam, weight, w, index, gradient) + weight * n_linear
+    for band in CERTIFY_BANDS:
+        alpha = margin_multipliers(rows, lam, weight, w, index, gradient, band)
+        gap = restricted_gap(rows, lam, weight, w, alpha, index, gradient)
+        if np.isfinite(gap) and gap <= max(BOX_DUAL_GAP, BOX_DUAL_REL_GAP * abs(scale)):
+            return w, np.clip(alpha, 0.0, weight)
+    return None
+
+
 def _box_dual_from_guess(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, lam: float, weight: float,
                          Q: np.ndarray, c: np.ndarray, status: np.ndarray,
                          n_linear: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -202,7 +246,8 @@ def _restricted_clarabel(rows: HingeRowOperator, index: np.ndarray, gradient: np
 def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius: float | None, tol: float,
                       w0: np.ndarray | None, band: float, linear_below: float,
                       max_rounds: int, guesses: GuessRecord | None = None,
-                      start_margins: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+                      start_margins: np.ndarray | None = None,
+                      polish_below: float = POLISH_BELOW_LAM) -> tuple[np.ndarray, dict]:
     """argmin_w (lam/2)||w||^2 + weight * sum_i max(0, 1 - h_i'w) (within the ball ||w|| <= radius
     when set) over the rows of `rows`, exactly: warm start, active-set finish, working set.
 
@@ -215,6 +260,8 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
         guesses: on kernel-sized problems without a ball, each round's restricted QP is first
             tried from the active sets of the previous round (of w0 in the first round) by
             `box_active_set`; guesses records how that went on the path so far (None: always try).
+        polish_below: below this lam the solution's margin rows are polished
+            (`polish_margin_rows_below`).
     Returns:
         w (n_vars,) and an info dict (rounds, working-set size, Newton steps, ...).
     """
@@ -229,11 +276,12 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
                 band = max(band, 0.1)  # a cruder start: more rows near the margin
     u_start = rows.margins(np.asarray(w0, dtype=float).ravel()) if start_margins is None else start_margins
     if radius is None and newton_steps:
-        w, active_steps = active_set_finish(rows, lam, weight, u_start, tol)
+        multipliers: dict = {}
+        w, active_steps = active_set_finish(rows, lam, weight, u_start, tol, multipliers=multipliers)
         if w is not None:
             info = dict(rounds=1, working_set=0, linear_rows=int((rows.margins(w) < 1.0).sum()), restricted_solves=0,
                         newton_steps=int(newton_steps), active_set_steps=active_steps, rows=int(rows.n_rows))
-            return polish_margin_rows_below(rows, lam, weight, w), info
+            return polish_uncertified(rows, lam, weight, w, multipliers.get("alpha"), polish_below), info
     # Rows far below the margin at the start are assumed violated (linear). With a weak
     # regularizer that assumption lets the restricted optimum jump far (its linear pull is
     # only held back by lam); a jump shows as many broken rows, and then fewer rows are
@@ -249,12 +297,20 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
     # round, those of a given warm start (the previous lam's optimum on a regularization path).
     status = active_set_guess(u_start, working, None, weight) if adaptive and radius is None and warm else None
     for round_ in range(1, max_rounds + 1):
-        w, alpha = restricted_qp_warm(rows, lam, weight, working, linear, radius, status, guesses)
+        try:
+            w, alpha = restricted_qp_warm(rows, lam, weight, working, linear, radius, status, guesses, provisional=True)
+            u = rows.margins(w)
+        except ProvisionalPoint as point:
+            w, alpha = point.w, None
+            u = rows.margins(w)
+            if not _breaks_assumption(u, working, linear, tol).any():
+                # It would be the last round: its point must be the exact restricted optimum.
+                w, alpha = restricted_qp_warm(rows, lam, weight, working, linear, radius, status, guesses)
+                u = rows.margins(w)
         solves += working.any()
-        u = rows.margins(w)
         if adaptive and radius is None:
             status = active_set_guess(u, working, alpha, weight)
-        broken = (linear & (u > 1.0 + tol)) | (~linear & ~working & (u < 1.0 - tol))
+        broken = _breaks_assumption(u, working, linear, tol)
         if not broken.any():
             break
         if not adaptive and linear.any() and broken.sum() > max(100, working.sum()):
@@ -280,13 +336,47 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
     info = dict(rounds=round_, working_set=int(working.sum()), linear_rows=int(linear.sum()),
                 restricted_solves=int(solves), newton_steps=int(newton_steps), rows=int(rows.n_rows),
                 dropped_rows=int(pinned.sum()))
-    return (w if radius is not None else polish_margin_rows_below(rows, lam, weight, w)), info
+    if radius is not None:
+        return w, info
+    if alpha is not None and lam < polish_below:
+        full = np.where(linear, weight, 0.0)
+        full[working] = alpha
+        alpha = full
+    return polish_uncertified(rows, lam, weight, w, alpha if lam < polish_below else None, polish_below), info
 
 
-def polish_margin_rows_below(rows: HingeRowOperator, lam: float, weight: float, w: np.ndarray) -> np.ndarray:
-    """`margin_polish.polish_margin_rows` over every row below POLISH_BELOW_LAM (the dual solvers'
-    margins are good to about 1e-5 only there), else w."""
-    return polish_margin_rows(rows, lam, weight, w) if lam < POLISH_BELOW_LAM else w
+def certified(rows: HingeRowOperator, lam: float, weight: float, w: np.ndarray, alpha: np.ndarray | None) -> bool:
+    """Whether multipliers alpha of every row certify w within BOX_DUAL_REL_GAP of its objective."""
+    if alpha is None:
+        return False
+    gap = restricted_gap(rows, lam, weight, w, alpha, np.arange(rows.n_rows), np.zeros(rows.n_vars))
+    return bool(np.isfinite(gap) and gap <= BOX_DUAL_REL_GAP * restricted_objective(rows, lam, weight, w))
+
+
+def polish_uncertified(rows: HingeRowOperator, lam: float, weight: float, w: np.ndarray, alpha: np.ndarray | None,
+                       below: float = POLISH_BELOW_LAM, margin_systems: "MarginSystems | None" = None) -> np.ndarray:
+    """`polish_margin_rows_below`, unless the solver's multipliers alpha (of every row, or None)
+    already certify w: polishing factors the margin rows' Gram matrix (0.5 s on a narrow RBF
+    cell's 2,000 rows), which a certified point does not need; with `margin_systems` (a path's),
+    the polish solves from its factorization instead."""
+    if lam >= below or certified(rows, lam, weight, w, alpha):
+        return w
+    if margin_systems is not None:
+        return polish_margin_rows(rows, lam, weight, w, solve=margin_systems.solve)
+    return polish_margin_rows_below(rows, lam, weight, w, below)
+
+
+def _breaks_assumption(u: np.ndarray, working: np.ndarray, linear: np.ndarray, tol: float) -> np.ndarray:
+    """The rows whose margins u contradict their round's assumption (beyond tol): rows assumed
+    violated (linear) above the margin, rows assumed satisfied (outside both sets) below it."""
+    return (linear & (u > 1.0 + tol)) | (~linear & ~working & (u < 1.0 - tol))
+
+
+def polish_margin_rows_below(rows: HingeRowOperator, lam: float, weight: float, w: np.ndarray,
+                             below: float = POLISH_BELOW_LAM) -> np.ndarray:
+    """`margin_polish.polish_margin_rows` over every row when lam < below (POLISH_BELOW_LAM: the
+    dual solvers' margins are not good to 1e-9 there), else w."""
+    return polish_margin_rows(rows, lam, weight, w) if lam < below else w
 
 
 def _bound_status(alpha: np.ndarray, weight: float) -> np.ndarray:
@@ -311,7 +401,7 @@ def active_set_guess(u: np.ndarray, working: np.ndarray, alpha: np.ndarray | Non
 
 
 def active_set_finish(rows: HingeRowOperator, lam: float, weight: float, u: np.ndarray, tol: float,
-                       mu: float = 1e-2, max_steps: int = 25):
+                       mu: float = 1e-2, max_steps: int = 25, multipliers: dict | None = None):
     """The exact optimum by a primal-dual active-set method on the optimality conditions, or None.
 
     Optimality: lam w = H' alpha with alpha_i = weight on violated rows (margin < 1),
@@ -323,7 +413,8 @@ def active_set_finish(rows: HingeRowOperator, lam: float, weight: float, u: np.n
     independent directions) or the guesses cycle: the working-set QP takes over.
     """
     v = 1.0 - u
-    return active_set_from_guess(rows, lam, weight, (v > 0) & (v < mu), v >= mu, tol, max_steps)
+    return active_set_from_guess(rows, lam, weight, (v > 0) & (v < mu), v >= mu, tol, max_steps,
+                                 multipliers=multipliers)
 
 
 class MarginSystems:
@@ -343,14 +434,16 @@ class MarginSystems:
 
 def active_set_from_guess(rows: HingeRowOperator, lam: float, weight: float, margin: np.ndarray,
                           violated: np.ndarray, tol: float, max_steps: int = 25, churn_limit: float = 1.0,
-                          margin_systems: MarginSystems | None = None):
+                          margin_systems: MarginSystems | None = None, multipliers: dict | None = None):
     """`active_set_finish` from a given guess of the margin rows and the violated rows (boolean
     masks over the rows; the rest are guessed satisfied): (w, steps), w None when it gives up.
 
     A regularization path starts each constant from the sets of the previous one's optimum.
     From step CHURN_AFTER_STEPS on it gives up when more than `churn_limit` of the rows change
     sets in one step (the guesses oscillate instead of settling). On kernel-sized problems its
-    systems are solved by `margin_systems` (a new one when None; a path passes its own along)."""
+    systems are solved by `margin_systems` (a new one when None; a path passes its own along).
+    multipliers: when given, a successful guess stores the multipliers of every row there
+    (key "alpha"), which certify w (`certified`)."""
     margin, violated = margin.copy(), violated.copy()
     alpha_tol = 1e-9 * weight
     # On kernel-sized problems the margin sets of later steps differ in a few rows: their Gram
@@ -406,6 +499,9 @@ def active_set_from_guess(rows: HingeRowOperator, lam: float, weight: float, mar
         to_violated[index] = alpha > weight + alpha_tol
         to_margin = (violated & (u > 1.0 + tol)) | (~violated & ~margin & (u < 1.0 - tol))
         if not (to_satisfied.any() or to_violated.any() or to_margin.any()):
+            if multipliers is not None:
+                multipliers["alpha"] = np.where(violated, weight, 0.0)
+                multipliers["alpha"][index] = alpha
             return w, step
         changes = int(to_satisfied.sum() + to_violated.sum() + to_margin.sum())
         if step >= CHURN_AFTER_STEPS and changes > churn_limit * rows.n_rows:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dense_cholesky import cho_factor_gram, cho_factor_symmetric, cho_solve_factor
+from .dense_cholesky import cho_factor_gram, cho_factor_symmetric, cho_solve_factor, qr_factor_gram
 
 
 def longest_step(*pairs) -> float:
@@ -35,6 +35,16 @@ def box_gap(Q: np.ndarray, c: np.ndarray, upper: float, a: np.ndarray) -> float:
 def box_gap_of_gradient(g: np.ndarray, upper: float, a: np.ndarray) -> float:
     """`box_gap` from the gradient g = Q a + c when it is already at hand."""
     return float(np.where(g >= 0, a * g, (upper - a) * -g).sum())
+
+
+class HingeIPMStalled(RuntimeError):
+    """`hinge_qp_ipm` stopped before its certificate; `w` and `alpha` are its last iterate, often
+    at the optimum already when the stop failed only because lam is tiny (the certificate's
+    stationarity term is divided by lam: `margin_polish.margin_multipliers` certifies such points)."""
+
+    def __init__(self, message: str, w: np.ndarray, alpha: np.ndarray):
+        super().__init__(message)
+        self.w, self.alpha = w, alpha
 
 
 class BoxQPStalled(RuntimeError):
@@ -154,10 +164,14 @@ def hinge_qp_ipm(H: np.ndarray, g: np.ndarray, lam: float, weight: float, gap_to
         e = s / nu + t / alpha
         if not (np.isfinite(e).all() and e.min() > 0):
             break
+        scaled = H / np.sqrt(e)[:, None]
         try:
-            factor = cho_factor_gram(H / np.sqrt(e)[:, None], lam)  # H' E^-1 H + lam I
+            factor = cho_factor_gram(scaled, lam)  # H' E^-1 H + lam I
         except np.linalg.LinAlgError:
-            break
+            try:  # the Gram matrix lost definiteness to round-off (tiny lam): factor the rows
+                factor = qr_factor_gram(scaled, lam)
+            except np.linalg.LinAlgError:
+                break
 
         def direction(target, corr_t, corr_s):
             rc_t = target - t * alpha - corr_t
@@ -176,4 +190,4 @@ def hinge_qp_ipm(H: np.ndarray, g: np.ndarray, lam: float, weight: float, gap_to
         step = 0.99 * longest_step((alpha, d_alpha), (nu, d_nu), (t, d_t), (s, d_s))
         w, alpha, nu = w + step * d_w, alpha + step * d_alpha, nu + step * d_nu
         t, s = t + step * d_t, s + step * d_s
-    raise RuntimeError("the interior-point method of the restricted MOM problem did not converge")
+    raise HingeIPMStalled("the interior-point method of the restricted MOM problem did not converge", w, alpha)

@@ -92,7 +92,7 @@ class MOM(LinearCostModel):
         else:
             constraint_matrix, basis = self._bases(Z, X_star, A, b, lp, basis)
             M = operators_of_bases(constraint_matrix, basis)
-            Theta, info = solve_mom(M, Z, self.lam, self.radius, self.solver, self.tol)
+            Theta, info = solve_mom(M, Z, self.lam, self.radius, self.solver, self.tol, A=constraint_matrix)
             self.objective_ = mom_objective(Theta, M, Z, self.lam)
             self.n_iter_ = int(info.get("rounds", 1))
         info["seconds"] = time.perf_counter() - start
@@ -149,7 +149,8 @@ class MOM(LinearCostModel):
         for tol, group in groups.items():
             start = time.perf_counter()
             path = solve_mom_path(M, Z, [model.lam for model in group], tol,
-                                  [starts[id(model)] for model in group] if start_margins is not None else None)
+                                  [starts[id(model)] for model in group] if start_margins is not None else None,
+                                  A=constraint_matrix)
             seconds = (time.perf_counter() - start) / len(group)
             for model, (Theta, info) in zip(group, path):
                 model.coef_ = Theta

@@ -9,11 +9,13 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 import threadpoolctl
 
 from ..solvers.hinge_path import solve_hinge_path
 from ..solvers.hinge_working_set import solve_working_set
-from .mom_problem import MOMHingeRows, hinge_rows
+from ..solvers.policy import cost_subspace_pays
+from .mom_problem import MOMHingeRows, constraint_null_space, hinge_rows
 
 SOLVERS = ("auto", "fast", "cvxpy")
 
@@ -28,7 +30,8 @@ def _check_hyperparameters(lam, radius, tol) -> None:
 
 
 def solve_hinge_qp(M, Z, lam: float, radius: float | None = None, tol: float = 1e-8, w0=None,
-                   band: float = 1e-2, linear_below: float = 1e-2, max_rounds: int = 100) -> tuple[np.ndarray, dict]:
+                   band: float = 1e-2, linear_below: float = 1e-2, max_rounds: int = 100,
+                   A=None) -> tuple[np.ndarray, dict]:
     """Exact MOM solution by the working-set method (`solvers.hinge_working_set`).
 
     Args:
@@ -37,13 +40,50 @@ def solve_hinge_qp(M, Z, lam: float, radius: float | None = None, tol: float = 1
         w0: (n*d,) warm start; None: the smoothed-hinge Newton start (`solvers.hinge_newton.smoothed_hinge_start`).
         band: rows whose warm-start margin is within band of 1 start in the working set;
             rows are assumed violated below 1 - band and satisfied above 1 + band.
+        A: the constraint matrix when one (m, n) matrix serves every sample (its null space
+            holds every reduced-cost row: `cost_subspace`), else None.
     Returns:
         Theta (n, d) and an info dict (rounds, working-set size, Newton steps).
     """
     # Many small BLAS calls: one thread avoids spin-waiting threads on a busy machine.
     with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
         return _solve_rescaled(np.asarray(M, dtype=float), np.asarray(Z, dtype=float), lam, radius, tol, w0,
-                               band, linear_below, max_rounds)
+                               band, linear_below, max_rounds, A)
+
+
+def cost_subspace(M: np.ndarray, A: np.ndarray | None = None) -> np.ndarray | None:
+    """An orthonormal basis U (n, r) of a subspace holding every reduced-cost row m_tk, or None
+    when that is all n costs.
+
+    MOM's hinge sees Theta only through M_t Theta z_t, and the regularizer ||Theta||_F^2 is
+    strictly smallest with no part of Theta outside the rows' span, so the optimum is U Theta_r
+    for the optimum Theta_r of the same problem on the rows M U: r x d unknowns instead of
+    n x d. Reduced costs do not change when c moves by A'y, so the rows lie in the null space
+    of A, of dimension n - rank(A) (the knapsack of the figures: 10 of 21 costs; the 5 x 5
+    shortest path: 16 of 40 arcs). With one constraint matrix A (2-D) U spans that null space;
+    otherwise (A None or one per sample) U spans the rows themselves. Ranks use numpy's
+    tolerance (`matrix_rank`'s) on the singular values.
+    """
+    if A is not None and np.ndim(A) == 2:
+        return constraint_null_space(A)
+    rows = M.reshape(-1, M.shape[-1])
+    if rows.shape[0] == 0:
+        return None
+    _, singular, Vt = _svd(rows)
+    rank = _rank(singular, rows.shape)
+    return Vt[:rank].T if 0 < rank < M.shape[-1] else None
+
+
+def _svd(matrix: np.ndarray):
+    """The thin SVD, with LAPACK's QR-iteration driver when divide and conquer does not converge."""
+    try:
+        return np.linalg.svd(matrix, full_matrices=False)
+    except np.linalg.LinAlgError:
+        return scipy.linalg.svd(matrix, full_matrices=False, lapack_driver="gesvd")
+
+
+def _rank(singular: np.ndarray, shape: tuple) -> int:
+    return int(np.sum(singular > singular[0] * max(shape) * np.finfo(float).eps)) if singular.size and singular[0] > 0 else 0
 
 
 def _row_scale(M, Z) -> float:
@@ -53,29 +93,45 @@ def _row_scale(M, Z) -> float:
     return sigma if sigma > 0 else 1.0
 
 
-def _solve_rescaled(M, Z, lam, radius, tol, w0, band, linear_below, max_rounds):
+def _solve_rescaled(M, Z, lam, radius, tol, w0, band, linear_below, max_rounds, A=None):
     sigma = _row_scale(M, Z)
-    rows = MOMHingeRows(M, Z / sigma)
-    w0 = None if w0 is None else np.asarray(w0, dtype=float).ravel() * sigma
+    U = _pays(cost_subspace(M, A), Z)
+    rows = MOMHingeRows(M if U is None else M @ U, Z / sigma)
+    if w0 is not None:
+        w0 = np.asarray(w0, dtype=float).reshape(M.shape[-1], Z.shape[1]) * sigma
+        w0 = (w0 if U is None else U.T @ w0).ravel()
     w, info = solve_working_set(rows, lam / sigma**2, 1.0 / rows.T, None if radius is None else radius * sigma,
                                 tol, w0, band, linear_below, max_rounds)
-    return w.reshape(rows.n, rows.d) / sigma, info
+    return _full_costs(U, w.reshape(rows.n, rows.d) / sigma), info
 
 
-def solve_mom_path(M, Z, lams, tol: float = 1e-8, start_margins: list | None = None) -> list[tuple[np.ndarray, dict]]:
+def _pays(U: np.ndarray | None, Z: np.ndarray) -> np.ndarray | None:
+    """U when the policy solves on the cost subspace at this size (`policy.cost_subspace_pays`)."""
+    return U if U is not None and cost_subspace_pays(U.shape[1] * Z.shape[1]) else None
+
+
+def _full_costs(U: np.ndarray | None, Theta: np.ndarray) -> np.ndarray:
+    """Theta (n, d) from the coefficients on the cost subspace U (`cost_subspace`)."""
+    return Theta if U is None else U @ Theta
+
+
+def solve_mom_path(M, Z, lams, tol: float = 1e-8, start_margins: list | None = None,
+                   A=None) -> list[tuple[np.ndarray, dict]]:
     """[(Theta (n, d), info)] for every lam of `lams`: exact MOM solutions without a ball, by
     the regularization path of `solvers.hinge_path` (the rows are built and rescaled once).
     start_margins: None or per lam None or (T*K,) optimality margins of a related problem on
-    the same samples (see `solve_hinge_path`; margins do not change with the rescaling)."""
+    the same samples (see `solve_hinge_path`; margins do not change with the rescaling);
+    A as `solve_hinge_qp`."""
     for lam in lams:
         _check_hyperparameters(lam, None, tol)
     M, Z = np.asarray(M, dtype=float), np.asarray(Z, dtype=float)
     sigma = _row_scale(M, Z)
-    rows = MOMHingeRows(M, Z / sigma)
+    U = _pays(cost_subspace(M, A), Z)
+    rows = MOMHingeRows(M if U is None else M @ U, Z / sigma)
     with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
         path = solve_hinge_path(rows, np.asarray(lams, dtype=float) / sigma**2, 1.0 / rows.T, tol,
                                 start_margins=start_margins)
-    return [(w.reshape(rows.n, rows.d) / sigma, info) for w, info in path]
+    return [(_full_costs(U, w.reshape(rows.n, rows.d) / sigma), info) for w, info in path]
 
 
 def _solve_cvxpy(objective_and_constraints, what: str):
@@ -111,14 +167,16 @@ def solve_hinge_qp_cvxpy(M, Z, lam: float, radius: float | None = None) -> tuple
 
 
 def solve_mom(M, Z, lam: float, radius: float | None = None, solver: str = "auto",
-              tol: float = 1e-8) -> tuple[np.ndarray, dict]:
+              tol: float = 1e-8, A=None) -> tuple[np.ndarray, dict]:
     """The MOM coefficient Theta (n, d) for reduced-cost operators M (T, K, n) and features Z (T, d).
 
-    The entry point for callers that already hold the operators (online FTRL re-solves).
+    The entry point for callers that already hold the operators (online FTRL re-solves); A
+    as `solve_hinge_qp` (the fast solver's reduction; the cvxpy reference solves the whole
+    problem).
     """
     _check_hyperparameters(lam, radius, tol)
     if solver in ("auto", "fast"):
-        return solve_hinge_qp(M, Z, lam, radius=radius, tol=tol)
+        return solve_hinge_qp(M, Z, lam, radius=radius, tol=tol, A=A)
     if solver == "cvxpy":
         return solve_hinge_qp_cvxpy(M, Z, lam, radius=radius)
     raise ValueError(f"unknown solver {solver!r}; choose one of {SOLVERS}")

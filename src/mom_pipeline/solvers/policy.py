@@ -59,12 +59,15 @@ BOX_DUAL_MIN_VARS = 2000
 # k x k Gram matrix is then rank-deficient, which the barrier handles). Polynomial kernel MOM,
 # degree 4 (p = 1470, k = 1650-1760 working rows): 0.7 s against 2.1 s with Clarabel.
 BOX_DUAL_MAX_ROWS_PER_VAR = 2
-# Kernel-sized problems from this many unknowns (polynomial kernel MOM of degree 2 on knapsack:
-# 21 x 15 = 315; linear MOM has at most 240): their restricted QPs with at most 2 rows per
-# unknown go to the box-QP dual (stopped on its duality gap) before the other paths (Clarabel
-# left a degree-3 cell 8e-7 above its optimum at lam = 1e-6; the p x p interior-point method
-# took 19.9 s where the box dual takes 3.8 s over that cell's path).
-KERNEL_MIN_VARS = 300
+# Kernel-sized problems from this many unknowns, counted on the cost subspace the basis
+# formulation solves on (`mom_solve.cost_subspace`: polynomial kernel MOM of degree 2 on the
+# figures' knapsack, 10 x 15 = 150; linear MOM has at most 16 x 6 = 96 on the paper's shortest
+# path): their restricted QPs with at most 2 rows per unknown go to the box-QP dual (stopped on
+# its duality gap) before the other paths (Clarabel left a degree-3 cell 8e-7 above its optimum
+# at lam = 1e-6; the p x p interior-point method took 19.9 s where the box dual takes 3.8 s over
+# that cell's path). At 300 (the threshold on all 21 costs), degree-2 cells on the subspace took
+# the linear paths: 3-8 s each instead of 0.2-0.3 s (figure 4's trial 0, degree-1 data).
+KERNEL_MIN_VARS = 120
 # Box-QP dual: stopped when its duality gap (= the restricted hinge QP's) is below this.
 BOX_DUAL_GAP = 1e-10
 # ... or below this times the MOM objective (the restricted QP's dual value plus the linear rows'
@@ -166,6 +169,20 @@ def restricted_qp_method(n_vars: int, n_rows: int, ball: bool) -> Literal["inter
     if n_vars > max(BOX_DUAL_MIN_VARS, 2 * n_rows):
         return "box_dual"
     return "clarabel"
+
+
+# The basis formulation works on the costs the reduced costs see (`mom_solve.cost_subspace`)
+# up to this many unknowns there. The reduced rows are dense where M's were sparse, and beyond it
+# the restricted QPs that fall back to Clarabel (wide RBF kernel cells at tiny lam: 375 samples,
+# 3,750 unknowns instead of 7,875) factor much denser systems: a test path of 91 s did not end
+# in 15 minutes. Below it: linear MOM on the paper's shortest path 1.7-2.5x faster, figure 7's
+# polynomial grids 1.6-1.8x, figure 4's 1.35-1.5x (docs/benchmarks.md).
+COST_SUBSPACE_MAX_VARS = 2500
+
+
+def cost_subspace_pays(n_vars: int) -> bool:
+    """Whether the basis formulation solves on the cost subspace, with n_vars unknowns there."""
+    return n_vars <= COST_SUBSPACE_MAX_VARS
 
 
 def newton_system(n_vars: int, n_curved: int) -> Literal["dense", "woodbury", "cg"]:

@@ -338,11 +338,10 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
                 dropped_rows=int(pinned.sum()))
     if radius is not None:
         return w, info
-    if alpha is not None and lam < polish_below:
-        full = np.where(linear, weight, 0.0)
-        full[working] = alpha
-        alpha = full
-    return polish_uncertified(rows, lam, weight, w, alpha if lam < polish_below else None, polish_below), info
+    if alpha is not None:  # the multipliers of every row: weight on the linear ones, 0 off the sets
+        alpha, working_alpha = np.where(linear, weight, 0.0), alpha
+        alpha[working] = working_alpha
+    return polish_uncertified(rows, lam, weight, w, alpha, polish_below), info
 
 
 def certified(rows: HingeRowOperator, lam: float, weight: float, w: np.ndarray, alpha: np.ndarray | None) -> bool:

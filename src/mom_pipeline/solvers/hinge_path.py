@@ -27,7 +27,8 @@ import numpy as np
 
 from .box_active_set import GuessRecord
 from .hinge_rows import HingeRowOperator
-from .hinge_working_set import MarginSystems, active_set_from_guess, polish_uncertified, solve_working_set
+from .hinge_working_set import polish_uncertified, solve_working_set
+from .margin_active_set import MarginSystems, active_set_from_guess
 from .margin_polish import POLISH_BELOW_LAM, POLISH_WARM_START_BELOW
 from .policy import PATH_MAX_RATIO, adaptive_working_set, path_warm_start
 

@@ -9,7 +9,7 @@ are Kronecker products of reduced-cost rows and features).
 
 1. Warm start (`hinge_newton.smoothed_hinge_start`), or the closed form with every row
    violated when it is the optimum (large lam).
-2. Active-set finish: the optimality conditions with the smoothed rows guessed as the margin
+2. Active-set finish (`margin_active_set`): the optimality conditions with the smoothed rows guessed as the margin
    rows are a small linear system; rows whose multiplier or margin contradicts the guess
    move, and when none does the point is optimal. It gives up when the margin rows are
    linearly dependent (frequent on degenerate LPs) and step 3 runs.
@@ -34,22 +34,18 @@ import scipy.sparse as sp
 
 from .clarabel_qp import ball_block, solve_clarabel
 from .hinge_rows import HingeRowOperator
-from .box_active_set import GuessRecord, box_qp_active_set, free_solve
-from .dense_cholesky import cho_factor_symmetric, cho_solve_factor
+from .box_active_set import GuessRecord, box_qp_active_set
 from .hinge_newton import smoothed_hinge_start
 from .interior_point import BoxQPStalled, HingeIPMStalled, box_qp, hinge_qp_ipm
+from .margin_active_set import MarginSystems, active_set_finish, primal_point
 from .margin_polish import (POLISH_BELOW_LAM, margin_multipliers, polish_margin_rows, restricted_gap,
                             restricted_objective)
 from .policy import BOX_DUAL_GAP, BOX_DUAL_REL_GAP, adaptive_working_set, restricted_qp_method
 
-#: `active_set_from_guess` checks its churn (rows changing sets per step) from this step on.
-CHURN_AFTER_STEPS = 5
 #: Clarabel's tolerances on a restricted QP. Its defaults (1e-8) hold in its equilibrated problem;
 #: at tiny scaled lam (7e-15: RBF kernel MOM, gamma 3, lam 1e-6) a restricted optimum "Solved"
 #: with them left the MOM objective 1.3e-5 above the optimum, with 1e-10 within 2e-8 of cvxpy.
 RESTRICTED_CLARABEL_TOL = 1e-10
-#: Iterative-refinement steps of `active_set_from_guess`'s block-eliminated solves.
-INCREMENTAL_REFINEMENTS = 3
 #: Bands of `polish_margin_rows` for a stalled box dual's point, whose margins can be off by 1e-3.
 STALLED_POLISH_BANDS = (1e-3, 1e-4, 1e-6)
 #: Margin bands of the multipliers that certify a stalled primal iterate (`_certified_stall`).
@@ -143,12 +139,6 @@ def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, workin
         return found
 
 
-def _primal_point(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, lam: float,
-                  alpha: np.ndarray) -> np.ndarray:
-    """w = (gradient + H_W' alpha) / lam: the restricted QP's primal point of box-dual multipliers."""
-    return (gradient + rows.weighted_sum_of(index, alpha)) / lam
-
-
 def _dual_offset(gradient: np.ndarray, lam: float, weight: float, n_linear: int) -> float:
     """The constant that makes -(f + offset) of the box dual the MOM objective's dual value: the
     restricted QP leaves out the n_linear violated rows' constant (weight each). The scale of the
@@ -168,7 +158,7 @@ def _box_dual(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, l
     try:
         alpha = box_qp(Q, c, weight, gap_tol=BOX_DUAL_GAP, gap_rel=BOX_DUAL_REL_GAP,
                        offset=_dual_offset(gradient, lam, weight, n_linear))
-        return _primal_point(rows, index, gradient, lam, alpha), alpha
+        return primal_point(rows, index, gradient, lam, alpha), alpha
     except BoxQPStalled as stalled:
         # Round-off stopped the interior-point method near the optimum (a multiplier on
         # its bound: RBF kernel MOM, 5 of 56 box QPs of a cell): the active sets of its last
@@ -189,11 +179,16 @@ def _polished_stall(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndar
     polished, has a gap (`margin_polish.restricted_gap`) that needs no cancelling difference; it
     is accepted below BOX_DUAL_REL_GAP of the MOM objective, P(w) plus the linear rows' weight."""
     alpha = np.clip(alpha, 0.0, weight)
-    w = _primal_point(rows, index, gradient, lam, alpha)
+    w = primal_point(rows, index, gradient, lam, alpha)
     w = polish_margin_rows(rows, lam, weight, w, index, gradient, STALLED_POLISH_BANDS)
     scale = restricted_objective(rows, lam, weight, w, index, gradient) + weight * n_linear
-    gap = restricted_gap(rows, lam, weight, w, alpha, index, gradient)
-    return (w, alpha) if np.isfinite(gap) and gap <= max(BOX_DUAL_GAP, BOX_DUAL_REL_GAP * abs(scale)) else None
+    return (w, alpha) if _gap_accepted(restricted_gap(rows, lam, weight, w, alpha, index, gradient), scale) else None
+
+
+def _gap_accepted(gap: float, scale: float) -> bool:
+    """The box dual's stop applied to a restricted QP's gap: BOX_DUAL_GAP, or BOX_DUAL_REL_GAP of
+    the MOM objective `scale`."""
+    return bool(np.isfinite(gap) and gap <= max(BOX_DUAL_GAP, BOX_DUAL_REL_GAP * abs(scale)))
 
 
 def _certified_stall(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, lam: float, weight: float,
@@ -207,8 +202,7 @@ def _certified_stall(rows: HingeRowOperator, index: np.ndarray, gradient: np.nda
     scale = restricted_objective(rows, lam, weight, w, index, gradient) + weight * n_linear
     for band in CERTIFY_BANDS:
         alpha = margin_multipliers(rows, lam, weight, w, index, gradient, band)
-        gap = restricted_gap(rows, lam, weight, w, alpha, index, gradient)
-        if np.isfinite(gap) and gap <= max(BOX_DUAL_GAP, BOX_DUAL_REL_GAP * abs(scale)):
+        if _gap_accepted(restricted_gap(rows, lam, weight, w, alpha, index, gradient), scale):
             return w, np.clip(alpha, 0.0, weight)
     return None
 
@@ -221,7 +215,7 @@ def _box_dual_from_guess(rows: HingeRowOperator, index: np.ndarray, gradient: np
     None when that gives up."""
     alpha, _ = box_qp_active_set(Q, c, weight, status, BOX_DUAL_GAP,
                                  offset=_dual_offset(gradient, lam, weight, n_linear), max_free=rows.n_vars)
-    return None if alpha is None else (_primal_point(rows, index, gradient, lam, alpha), alpha)
+    return None if alpha is None else (primal_point(rows, index, gradient, lam, alpha), alpha)
 
 
 def _restricted_clarabel(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, lam: float,
@@ -397,123 +391,6 @@ def active_set_guess(u: np.ndarray, working: np.ndarray, alpha: np.ndarray | Non
         at_bound = _bound_status(alpha, weight)
         status[index[on_margin]] = at_bound[on_margin]
     return status
-
-
-def active_set_finish(rows: HingeRowOperator, lam: float, weight: float, u: np.ndarray, tol: float,
-                       mu: float = 1e-2, max_steps: int = 25, multipliers: dict | None = None):
-    """The exact optimum by a primal-dual active-set method on the optimality conditions, or None.
-
-    Optimality: lam w = H' alpha with alpha_i = weight on violated rows (margin < 1),
-    0 on satisfied rows (margin > 1) and alpha_i in [0, weight] on margin rows (margin = 1).
-    Given a guess of the margin rows E and the violated rows L (from the smoothed start:
-    its curved rows are E), w and alpha_E solve a |E| x |E| linear system; rows whose
-    alpha or margin contradicts the guess move, until none does (then w is optimal, up to
-    tol on the margins). Returns None when the system is singular (more margin rows than
-    independent directions) or the guesses cycle: the working-set QP takes over.
-    """
-    v = 1.0 - u
-    return active_set_from_guess(rows, lam, weight, (v > 0) & (v < mu), v >= mu, tol, max_steps,
-                                 multipliers=multipliers)
-
-
-class MarginSystems:
-    """Solves the Gram systems H_E H_E' alpha = rhs of margin sets E of one set of rows from one
-    Cholesky factorization while E stays close to the factored set (`box_active_set.FreeBlock`).
-    The Gram matrix does not depend on lam, so a regularization path shares one."""
-
-    def __init__(self, rows: HingeRowOperator):
-        self.rows, self.block = rows, None
-
-    def solve(self, index: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
-        """alpha, or None when the system is singular."""
-        block, alpha = free_solve(self.rows.gram_between, self.rows.n_rows, self.block, index, rhs)
-        self.block = block
-        return alpha
-
-
-def active_set_from_guess(rows: HingeRowOperator, lam: float, weight: float, margin: np.ndarray,
-                          violated: np.ndarray, tol: float, max_steps: int = 25, churn_limit: float = 1.0,
-                          margin_systems: MarginSystems | None = None, multipliers: dict | None = None):
-    """`active_set_finish` from a given guess of the margin rows and the violated rows (boolean
-    masks over the rows; the rest are guessed satisfied): (w, steps), w None when it gives up.
-
-    A regularization path starts each constant from the sets of the previous one's optimum.
-    From step CHURN_AFTER_STEPS on it gives up when more than `churn_limit` of the rows change
-    sets in one step (the guesses oscillate instead of settling). On kernel-sized problems its
-    systems are solved by `margin_systems` (a new one when None; a path passes its own along).
-    multipliers: when given, a successful guess stores the multipliers of every row there
-    (key "alpha"), which certify w (`certified`)."""
-    margin, violated = margin.copy(), violated.copy()
-    alpha_tol = 1e-9 * weight
-    # On kernel-sized problems the margin sets of later steps differ in a few rows: their Gram
-    # systems are solved from one factorization by block elimination (`FreeBlock`) instead of
-    # one factorization per step (narrow RBF kernels: 15-18 steps on 2,100 margin rows).
-    incremental = adaptive_working_set(rows.n_vars)
-    if incremental and margin_systems is None:
-        margin_systems = MarginSystems(rows)
-    for step in range(1, max_steps + 1):
-        gradient = weight * rows.weighted_sum(violated.astype(float))
-        index = np.flatnonzero(margin)
-        if index.size > rows.n_vars:
-            return None, step  # more margin rows than dimensions: dependent, leave it to the QP
-        alpha = np.zeros(0)
-        if index.size:
-            rhs = lam - rows.margins_of(index, gradient)
-            if incremental:
-                alpha = margin_systems.solve(index, rhs)
-                if alpha is None:
-                    return None, step
-            else:
-                gram = rows.gram(index)
-                try:
-                    alpha = cho_solve_factor(cho_factor_symmetric(gram), rhs)
-                except np.linalg.LinAlgError:
-                    return None, step
-                if not _solved(gram @ alpha - rhs, rhs):
-                    return None, step  # numerically singular: the margin rows are not independent
-        w = _primal_point(rows, index, gradient, lam, alpha)
-        u = rows.margins(w)
-        if incremental and index.size:
-            # gram alpha - rhs = lam (u - 1) on the margin rows: the residual without the Gram
-            # matrix. Block elimination on these ill-conditioned Gram matrices (condition 3e8)
-            # leaves margins off by up to 2e-4; iterative refinement with the same solver fixes that.
-            for _ in range(INCREMENTAL_REFINEMENTS):
-                if np.abs(u[index] - 1.0).max() <= tol:
-                    break
-                correction = margin_systems.solve(index, lam * (u[index] - 1.0))
-                if correction is None:
-                    return None, step
-                alpha = alpha - correction
-                w = _primal_point(rows, index, gradient, lam, alpha)
-                u = rows.margins(w)
-            if not _solved(lam * (u[index] - 1.0), rhs):
-                return None, step  # numerically singular
-        if index.size and np.abs(u[index] - 1.0).max() > tol:
-            # The guessed margin rows are off the margin: the system was solved inaccurately
-            # (w divides its residual by lam, large at tiny lam on ill-conditioned rows).
-            return None, step
-        to_satisfied = np.zeros_like(margin)
-        to_violated = np.zeros_like(margin)
-        to_satisfied[index] = alpha < -alpha_tol
-        to_violated[index] = alpha > weight + alpha_tol
-        to_margin = (violated & (u > 1.0 + tol)) | (~violated & ~margin & (u < 1.0 - tol))
-        if not (to_satisfied.any() or to_violated.any() or to_margin.any()):
-            if multipliers is not None:
-                multipliers["alpha"] = np.where(violated, weight, 0.0)
-                multipliers["alpha"][index] = alpha
-            return w, step
-        changes = int(to_satisfied.sum() + to_violated.sum() + to_margin.sum())
-        if step >= CHURN_AFTER_STEPS and changes > churn_limit * rows.n_rows:
-            return None, step
-        margin = (margin & ~to_satisfied & ~to_violated) | to_margin
-        violated = (violated & ~to_margin) | to_violated
-    return None, max_steps
-
-
-def _solved(residual: np.ndarray, rhs: np.ndarray) -> bool:
-    """Whether a linear system's residual is round-off (relative 1e-9 of the right-hand side):
-    otherwise it was numerically singular."""
-    return bool(np.all(np.abs(residual) <= 1e-9 * np.abs(rhs) + 1e-9 * max(1.0, np.abs(rhs).max())))
 
 
 def closed_form_start(rows: HingeRowOperator, lam: float, weight: float, radius: float | None):

@@ -26,7 +26,6 @@ times the squared scale (a reparametrization of the tuning grid, not another mod
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 import threadpoolctl
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.kernel_approximation import Nystroem
@@ -35,7 +34,7 @@ from sklearn.metrics.pairwise import euclidean_distances, polynomial_kernel, rbf
 from ..lp import StandardFormLP
 from .base import CostModel, NotFittedError, check_features, estimator_hyperparameters
 from .mom import MOM
-from .mom_problem import operators_of_bases, optimality_margins
+from .mom_problem import operators_of_bases, optimality_margins, singular_values_and_rows
 
 KERNELS = ("poly", "rbf")
 RBF_NORMS = ("squared", "unsquared")
@@ -67,20 +66,6 @@ def kernel_matrix(X, Y, kernel: str = "poly", degree: int = 2, gamma: float = 1.
     if rbf_norm == "squared":
         return rbf_kernel(X, Y, gamma=1.0 / gamma)
     return np.exp(-euclidean_distances(X, Y) / gamma)
-
-
-def _singular_values_and_rows(Phi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(S, V') of the thin SVD Phi = U S V'.
-
-    LAPACK's divide-and-conquer SVD (numpy's) now and then fails to converge on these
-    rank-deficient kernel matrices (a figure-4 trial: polynomial degree 4, gamma 0.1, rank 70 of
-    375, "SVD did not converge", which ended the whole grid's joint fit); the slower QR-iteration
-    driver converges on them."""
-    try:
-        _, singular, Vt = np.linalg.svd(Phi, full_matrices=False)
-    except np.linalg.LinAlgError:
-        _, singular, Vt = scipy.linalg.svd(Phi, full_matrices=False, lapack_driver="gesvd")
-    return singular, Vt
 
 
 @estimator_hyperparameters
@@ -244,7 +229,7 @@ class KernelMOM(CostModel):
         features = group[0]._features().fit(Z)
         Phi = features.transform(Z)
         # Exact reduction to the row space of Phi: Phi = U S V', Theta = Theta_r V_r'.
-        singular, Vt = _singular_values_and_rows(Phi)
+        singular, Vt = singular_values_and_rows(Phi)
         keep = singular > 1e-10 * singular[0]
         row_space = Vt[keep].T  # (n_features, r)
         reduced = Phi @ row_space

@@ -202,3 +202,17 @@ def kkt_certificate(Theta, M, Z, lam: float, tol: float = 1e-6) -> dict:
     gap = objective - lower_bound
     return dict(objective=objective, lower_bound=lower_bound, gap=gap, relative_gap=gap / max(1.0, abs(objective)),
                 stationarity=float(np.linalg.norm(lam * w - pull) / max(1.0, np.linalg.norm(lam * w))))
+
+
+def singular_values_and_rows(Phi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(S, V') of the thin SVD Phi = U S V'.
+
+    LAPACK's divide-and-conquer SVD (numpy's) now and then fails to converge on rank-deficient
+    matrices such as kernel features or stacked reduced-cost rows (a figure-4 trial: polynomial
+    degree 4, gamma 0.1, rank 70 of 375, "SVD did not converge", which ended the whole grid's
+    joint fit); the slower QR-iteration driver converges on them."""
+    try:
+        _, singular, Vt = np.linalg.svd(Phi, full_matrices=False)
+    except np.linalg.LinAlgError:
+        _, singular, Vt = scipy.linalg.svd(Phi, full_matrices=False, lapack_driver="gesvd")
+    return singular, Vt

@@ -9,13 +9,12 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 import threadpoolctl
 
 from ..solvers.hinge_path import solve_hinge_path
 from ..solvers.hinge_working_set import solve_working_set
 from ..solvers.policy import cost_subspace_pays
-from .mom_problem import MOMHingeRows, constraint_null_space, hinge_rows
+from .mom_problem import MOMHingeRows, constraint_null_space, hinge_rows, singular_values_and_rows
 
 SOLVERS = ("auto", "fast", "cvxpy")
 
@@ -69,17 +68,9 @@ def cost_subspace(M: np.ndarray, A: np.ndarray | None = None) -> np.ndarray | No
     rows = M.reshape(-1, M.shape[-1])
     if rows.shape[0] == 0:
         return None
-    _, singular, Vt = _svd(rows)
+    singular, Vt = singular_values_and_rows(rows)
     rank = _rank(singular, rows.shape)
     return Vt[:rank].T if 0 < rank < M.shape[-1] else None
-
-
-def _svd(matrix: np.ndarray):
-    """The thin SVD, with LAPACK's QR-iteration driver when divide and conquer does not converge."""
-    try:
-        return np.linalg.svd(matrix, full_matrices=False)
-    except np.linalg.LinAlgError:
-        return scipy.linalg.svd(matrix, full_matrices=False, lapack_driver="gesvd")
 
 
 def _rank(singular: np.ndarray, shape: tuple) -> int:

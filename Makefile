@@ -19,12 +19,15 @@ $(BIN)/python:
 
 # The exact versions of requirements.lock (the project with its test extra), installed by uv
 # (a pip-compatible installer, itself from PyPI: 20 s instead of pip's 4 min), then the project
-# itself without resolving again.
+# itself without resolving again. The packages are compiled to bytecode once here: uv does not
+# by default, and where PYTHONDONTWRITEBYTECODE is set Python never caches it, so every process
+# (each `kedro run`, each loky worker, each test worker) compiled its imports again: 11 of the
+# 15 s before a `kedro run`'s first node (docs/benchmarks.md).
 $(BIN)/uv: | $(BIN)/python
 	$(BIN)/python -m pip install --quiet "uv>=0.5,<1"
 
 $(STAMP): $(LOCK) pyproject.toml | $(BIN)/uv
-	$(BIN)/uv pip install --quiet --python $(BIN)/python -r $(LOCK)
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -r $(LOCK)
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
 	touch $(STAMP)
 

@@ -74,6 +74,9 @@ def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_it
     tol through round-off, while the gap, which bounds the objective's error, does. With
     gap_rel, a gap below gap_rel * |f(a) + offset| also stops it: for the dual of a hinge QP,
     -(f(a) + offset) is the hinge QP's dual value, so the stop is relative to its objective.
+    A gap that stalls above these stops (a round-off floor: STALL_ITERATIONS) ends the
+    iterations as a breakdown does: with the last point converged in its residuals, else
+    `BoxQPStalled` with the last iterate.
     """
     k = c.size
     a = np.full(k, 0.5 * upper)

@@ -66,8 +66,9 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
     # starts only): smaller steps change the working sets less (RBF kernel grids about 1.5x faster).
     finer = start_margins is None and path_warm_start(rows.n_vars, rows.n_rows)
     for i, lam in path_constants(lams, PATH_MAX_RATIO if finer else None):
-        if previous is not None and path_warm_start(rows.n_vars, rows.n_rows):
-            u = rows.margins(previous)
+        # The previous optimum's margins, once: for the active-set guess and the working set's start.
+        u = rows.margins(previous) if previous is not None and path_warm_start(rows.n_vars, rows.n_rows) else None
+        if u is not None:
             margin = np.abs(u - 1.0) <= MARGIN_GUESS
             multipliers: dict = {}
             w, steps = active_set_from_guess(rows, lam, weight, margin, (u < 1.0) & ~margin, tol,
@@ -84,8 +85,7 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
         # The working set from the previous optimum's rows near the margin: much smaller than a
         # cold start's at small lam (where most time goes). From a closed-form optimum (no
         # margin rows) the smoothed Newton start is the better guess.
-        warm = (previous is not None and path_warm_start(rows.n_vars, rows.n_rows)
-                and bool(np.any(np.abs(rows.margins(previous) - 1.0) <= MARGIN_GUESS)))
+        warm = u is not None and bool(np.any(np.abs(u - 1.0) <= MARGIN_GUESS))
         start = None if start_margins is None else start_margins[i]
         w, info = solve_working_set(rows, lam, weight, None, tol, previous if warm else None, band, linear_below,
                                     max_rounds, guesses, start, polish_below=_polish_below(i))

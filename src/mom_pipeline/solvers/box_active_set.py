@@ -27,7 +27,7 @@ import numpy as np
 import scipy.linalg
 
 from .dense_cholesky import cho_factor_symmetric, cho_solve_factor
-from .interior_point import box_gap_of_gradient
+from .interior_point import BoxQPStalled, box_gap_of_gradient, box_qp
 
 #: Bounds on a (times upper) and on the gradient (margin units) within which a row keeps its set.
 BOUND_TOL = 1e-12
@@ -45,6 +45,15 @@ GUESS_FAILURES = 5
 #: `FreeBlock` refactors when the free set differs from its factored one in more than this
 #: fraction of its rows (block elimination costs about 2 n^2 per changed row against n^3 / 3).
 REFACTOR_FRACTION = 0.125
+#: From this many rows on, each step's free solve gets one step of iterative refinement, and rows
+#: that keep changing sets are settled together (`_settle_cycling_rows`). Below it the box QPs are
+#: cheap for the interior-point method, and guesses that pay there are not where the time goes.
+LARGE_BOX_ROWS = 1000
+#: At most this many rows (those that changed sets in the last two steps) are settled together.
+CYCLING_MAX_ROWS = 256
+#: A settled row within this fraction of the box of a bound (the interior-point method's
+#: optimum stops short of it) is put on that bound.
+SETTLED_BOUND = 1e-6
 
 
 class GuessRecord:
@@ -83,19 +92,20 @@ class FreeBlock:
         return free.size + self.base.size - 2 * shared
 
     def solve(self, free: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        """x with Q_FF x = rhs (free: row indices, rhs aligned with them). The bordered part of
+        """x with Q_FF x = rhs (free: row indices, rhs (|F|,) or (|F|, r) aligned with them). The bordered part of
         the last free set is kept, so solves repeated on one free set (iterative refinement)
         cost two triangular solves and a small one."""
         if self._bordered is None or not np.array_equal(self._bordered[0], free):
             self._bordered = (free.copy(), *self._border(free))
         _, in_base, added, solved, border, schur = self._bordered
-        rhs_base = np.zeros(self.base.size)
+        columns = rhs.shape[1:]  # () for one right-hand side, (r,) for r of them
+        rhs_base = np.zeros((self.base.size,) + columns)
         rhs_base[self.position[free[in_base]]] = rhs[in_base]
         y = cho_solve_factor(self.factor, rhs_base)
-        x = np.empty(free.size)
+        x = np.empty((free.size,) + columns)
         if schur is not None:
             n_removed = border.shape[1] - added.size
-            target = np.concatenate([rhs[~in_base], np.zeros(n_removed)]) - border.T @ y
+            target = np.concatenate([rhs[~in_base], np.zeros((n_removed,) + columns)]) - border.T @ y
             z = scipy.linalg.lu_solve(schur, target, check_finite=False)
             y = y - solved @ z
             x[~in_base] = z[:added.size]
@@ -145,6 +155,11 @@ def free_solve(block_of: Callable[[np.ndarray, np.ndarray], np.ndarray], size: i
     return (block, x) if np.isfinite(x).all() else (None, None)
 
 
+def _objective(a: np.ndarray, gradient: np.ndarray, c: np.ndarray) -> float:
+    """0.5 a'Qa + c'a from the gradient Q a + c at hand."""
+    return float(0.5 * a @ (gradient - c) + c @ a)
+
+
 def _gap(Q: np.ndarray, c: np.ndarray, upper: float, a: np.ndarray, exact: bool = False):
     """(box_gap, gradient) of a feasible a (`interior_point.box_gap`); exact: the gradient in
     extended precision (for the final certificate of a point whose sets are settled)."""
@@ -157,7 +172,7 @@ def _gap(Q: np.ndarray, c: np.ndarray, upper: float, a: np.ndarray, exact: bool 
 
 def box_qp_active_set(Q: np.ndarray, c: np.ndarray, upper: float, status: np.ndarray, gap_tol: float,
                       offset: float = 0.0, max_free: int | None = None,
-                      max_steps: int = 15) -> tuple[np.ndarray | None, int]:
+                      max_steps: int = 15, gap_rel: float = 0.0) -> tuple[np.ndarray | None, int]:
     """argmin 0.5 a'Qa + c'a over 0 <= a <= upper from a guess of the active sets: (a, steps),
     a None when it gives up.
 
@@ -172,10 +187,20 @@ def box_qp_active_set(Q: np.ndarray, c: np.ndarray, upper: float, status: np.nda
             is singular).
         max_steps: give up after this many steps, or when the number of rows that change sets
             has not reached a new low for PATIENCE steps.
+        gap_rel: a point whose gap is below gap_rel * |f(a) + offset| is returned too (the
+            interior-point method's relative stop, `interior_point.box_qp`).
+
+    On LARGE_BOX_ROWS rows or more, each free solve is refined once (block elimination on Gram
+    matrices of condition 1e8 and more leaves residuals that flip rows between sets), and when
+    the number of rows changing sets stops falling, the rows that changed in the last two steps
+    are settled together by a small box QP (`_settle_cycling_rows`): narrow RBF kernel cells
+    (squared norm) whose guesses had cycled on one to five rows until they gave up.
     """
     k = c.size
     lower, at_upper = status < 0, (status > 0) & ~(status < 0)
     fewest_changes, fewest_at, previous_changes = k + 1, 0, k + 1
+    previous_changed = None
+    large = k >= LARGE_BOX_ROWS
     block, blocks = None, matrix_blocks(Q)
     for step in range(1, max_steps + 1):
         free = np.flatnonzero(~lower & ~at_upper)
@@ -186,9 +211,13 @@ def box_qp_active_set(Q: np.ndarray, c: np.ndarray, upper: float, status: np.nda
             block, a[free] = free_solve(blocks, k, block, free, -(c + Q @ a)[free])
             if block is None:
                 return None, step
+            if large:  # one step of iterative refinement
+                _, correction = free_solve(blocks, k, block, free, (Q @ a + c)[free])
+                if correction is not None:
+                    a[free] -= correction
         inside = np.clip(a, 0.0, upper)
         gap, g = _gap(Q, c, upper, inside)
-        if gap <= gap_tol:
+        if gap <= max(gap_tol, gap_rel * abs(_objective(inside, g, c) + offset)):
             return inside, step
         if free.size:  # the gradient at the unclipped point decides which bound rows are released
             g = g + Q @ (a - inside)
@@ -209,12 +238,22 @@ def box_qp_active_set(Q: np.ndarray, c: np.ndarray, upper: float, status: np.nda
                     refined_gap, refined_g = _gap(Q, c, upper, refined, exact=True)
                     if refined_gap < gap:
                         inside, g, gap = refined, refined_g, refined_gap
-            scale = abs(0.5 * inside @ (g - c) + c @ inside + offset)
+            scale = abs(_objective(inside, g, c) + offset)
             return (inside, step) if gap <= max(gap_tol, CONSISTENT_REL_GAP * scale) else (None, step)
+        changed = to_lower | to_upper | released
         if changes < fewest_changes:
             fewest_changes, fewest_at = changes, step
         elif step - fewest_at >= PATIENCE:
             return None, step  # the guesses oscillate
+        if large and step >= 3 and changes >= previous_changes and previous_changed is not None:
+            cycling = changed | previous_changed
+            settled = (_settle_cycling_rows(Q, c, upper, blocks, block, lower, at_upper, cycling)
+                       if cycling.sum() <= CYCLING_MAX_ROWS else None)
+            if settled is not None:
+                lower, at_upper = settled
+                previous_changes, previous_changed = changes, changed
+                continue
+        previous_changed = changed
         if step > 1 and changes >= previous_changes and released.sum() > 1:
             # Not settling: release only the half of the bound rows with the largest gradients
             # (rows released and pinned back in turn is how the full steps cycle).
@@ -224,3 +263,36 @@ def box_qp_active_set(Q: np.ndarray, c: np.ndarray, upper: float, status: np.nda
         lower = (lower & ~released) | to_lower
         at_upper = (at_upper & ~released) | to_upper
     return None, max_steps
+
+
+def _settle_cycling_rows(Q: np.ndarray, c: np.ndarray, upper: float, blocks, block: FreeBlock | None,
+                         lower: np.ndarray, at_upper: np.ndarray, cycling: np.ndarray):
+    """(lower, at_upper) with the sets of the rows C = `cycling` taken from the exact optimum of
+    the box QP over a_C alone, the other free rows F solved for them and the other bound rows
+    B kept where they are; None when a solve fails (the caller then steps as usual).
+
+    With a_F(a_C) = a_F0 - S a_C, S = Q_FF^-1 Q_FC, the objective in a_C is the Schur complement
+    Q_CC - Q_CF S with the gradient (Q a0 + c)_C at a_C = 0: a box QP of |C| rows, which the
+    interior-point method solves exactly. When F and B hold the optimum's sets, C gets the
+    optimum's sets too. Rows that flip between two sets from one step to the next (a multiplier
+    of -1e-3 when free, a gradient of -2e-4 at its bound) are how the guesses cycle."""
+    C = np.flatnonzero(cycling)
+    k = c.size
+    rest = np.flatnonzero(~lower & ~at_upper & ~cycling)
+    a0 = np.where(at_upper & ~cycling, upper, 0.0)
+    reduced = Q[np.ix_(C, C)]
+    if rest.size:
+        rhs = np.column_stack([-(c + Q @ a0)[rest], -Q[np.ix_(rest, C)]])
+        _, solved = free_solve(blocks, k, block, rest, rhs)
+        if solved is None:
+            return None
+        a0[rest] = solved[:, 0]
+        reduced = reduced + Q[np.ix_(C, rest)] @ solved[:, 1:]
+    try:
+        a_C = box_qp(0.5 * (reduced + reduced.T), (Q @ a0 + c)[C], upper)
+    except BoxQPStalled:
+        return None
+    lower, at_upper = lower & ~cycling, at_upper & ~cycling
+    lower[C] = a_C <= SETTLED_BOUND * upper
+    at_upper[C] = a_C >= (1.0 - SETTLED_BOUND) * upper
+    return lower, at_upper

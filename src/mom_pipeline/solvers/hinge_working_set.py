@@ -213,7 +213,7 @@ def _box_dual_from_guess(rows: HingeRowOperator, index: np.ndarray, gradient: np
     """(w, alpha) of the restricted QP from the box dual min 0.5 a'Qa + c'a, 0 <= a <= weight,
     solved by `box_qp_active_set` from a guess of its active sets (status per working row), or
     None when that gives up."""
-    alpha, _ = box_qp_active_set(Q, c, weight, status, BOX_DUAL_GAP,
+    alpha, _ = box_qp_active_set(Q, c, weight, status, BOX_DUAL_GAP, gap_rel=BOX_DUAL_REL_GAP,
                                  offset=_dual_offset(gradient, lam, weight, n_linear), max_free=rows.n_vars)
     return None if alpha is None else (primal_point(rows, index, gradient, lam, alpha), alpha)
 

@@ -40,7 +40,7 @@ from .interior_point import BoxQPStalled, HingeIPMStalled, box_qp, hinge_qp_ipm
 from .margin_active_set import MarginSystems, active_set_finish, primal_point
 from .margin_polish import (POLISH_BELOW_LAM, margin_multipliers, polish_margin_rows, restricted_gap,
                             restricted_objective)
-from .policy import BOX_DUAL_GAP, BOX_DUAL_REL_GAP, adaptive_working_set, restricted_qp_method
+from .policy import BOX_DUAL_GAP, BOX_DUAL_REL_GAP, KERNEL_LINEAR_BELOW, adaptive_working_set, restricted_qp_method
 
 #: Clarabel's tolerances on a restricted QP. Its defaults (1e-8) hold in its equilibrated problem;
 #: at tiny scaled lam (7e-15: RBF kernel MOM, gamma 3, lam 1e-6) a restricted optimum "Solved"
@@ -250,7 +250,8 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
         w0: (n_vars,) warm start; None: the closed form when it violates every row, else the
             smoothed-hinge Newton start.
         band: rows whose warm-start margin is within band of 1 start in the working set;
-            rows below 1 - linear_below are assumed violated, rows above 1 + band satisfied.
+            rows below 1 - linear_below are assumed violated, rows above 1 + band satisfied
+            (on kernel-sized problems linear_below is at least `policy.KERNEL_LINEAR_BELOW`).
         guesses: on kernel-sized problems without a ball, each round's restricted QP is first
             tried from the active sets of the previous round (of w0 in the first round) by
             `box_active_set`; guesses records how that went on the path so far (None: always try).
@@ -282,11 +283,16 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
     # linearized: the threshold `linear_below` grows and the jump is discarded (not on
     # kernel-sized problems, where that grew working sets to every row, 3745 of 3750: there
     # the broken rows join and the far ones leave instead).
+    adaptive = adaptive_working_set(rows.n_vars)  # shrink the working set, no growth after jumps
+    if adaptive:
+        # Kernel-sized problems start with a wider band below the margin in the working set
+        # (`policy.KERNEL_LINEAR_BELOW`): fewer rows assumed violated, a smaller jump of the
+        # first restricted optimum, a smaller second round.
+        linear_below = max(linear_below, KERNEL_LINEAR_BELOW)
     working = (u_start >= 1.0 - linear_below) & (u_start <= 1.0 + band)
     linear = u_start < 1.0 - linear_below
     solves = 0
     pinned = np.zeros(rows.n_rows, dtype=bool)
-    adaptive = adaptive_working_set(rows.n_vars)  # shrink the working set, no growth after jumps
     # The active sets of the previous round's optimum, a guess for the next round's; in the first
     # round, those of a given warm start (the previous lam's optimum on a regularization path).
     status = active_set_guess(u_start, working, None, weight) if adaptive and radius is None and warm else None

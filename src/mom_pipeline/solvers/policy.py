@@ -68,6 +68,15 @@ BOX_DUAL_MAX_ROWS_PER_VAR = 2
 # that cell's path). At 300 (the threshold on all 21 costs), degree-2 cells on the subspace took
 # the linear paths: 3-8 s each instead of 0.2-0.3 s (figure 4's trial 0, degree-1 data).
 KERNEL_MIN_VARS = 120
+# Kernel-sized working sets start with the rows within this below the margin (at least; linear
+# MOM keeps its 1e-2): the rest of the rows below it are assumed violated. From the previous
+# lam's optimum, 2,700 of 3,750 rows sat below 0.99 on an RBF cell; assumed violated, their pull
+# made the first restricted optimum jump, 1,100-1,400 rows broke their assumption and the second
+# round's QP had 1,400-1,700 rows (0.6-0.9 s each). Figure 4's trial 0, side by side, one core
+# each: RBF grids 1.11x / 1.31x faster (degree-1 / degree-6 data), polynomial 1.04x / 1.23x,
+# figure 7's trial 0 1.2-1.25x; 0.1, 0.3 and 0.5 measured too (0.5 slower than 1e-2 on the
+# polynomial grid).
+KERNEL_LINEAR_BELOW = 0.2
 # Box-QP dual: stopped when its duality gap (= the restricted hinge QP's) is below this.
 BOX_DUAL_GAP = 1e-10
 # ... or below this times the MOM objective (the restricted QP's dual value plus the linear rows'

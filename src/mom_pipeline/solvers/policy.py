@@ -70,9 +70,9 @@ BOX_DUAL_MAX_ROWS_PER_VAR = 2
 KERNEL_MIN_VARS = 120
 # Kernel-sized working sets start with the rows within this below the margin (at least; linear
 # MOM keeps its 1e-2): the rest of the rows below it are assumed violated. From the previous
-# lam's optimum, 2,700 of 3,750 rows sat below 0.99 on an RBF cell; assumed violated, their pull
-# made the first restricted optimum jump, 1,100-1,400 rows broke their assumption and the second
-# round's QP had 1,400-1,700 rows (0.6-0.9 s each). Figure 4's trial 0, side by side, one core
+# lam's optimum, 800-2,800 of 3,750 rows sat below 0.99 on an RBF cell; assumed violated, their
+# pull made the first restricted optimum jump, 580-1,430 rows broke their assumption and the
+# second round's QP had 900-1,740 rows (0.15-0.86 s each). Figure 4's trial 0, side by side, one core
 # each: RBF grids 1.11x / 1.31x faster (degree-1 / degree-6 data), polynomial 1.04x / 1.23x,
 # figure 7's trial 0 1.2-1.25x; 0.1, 0.3 and 0.5 measured too (0.5 slower than 1e-2 on the
 # polynomial grid).

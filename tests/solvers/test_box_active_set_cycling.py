@@ -48,8 +48,8 @@ def test_settled_rows_get_the_optimums_sets(seed):
         cycling[rng.choice(np.flatnonzero(kind), 3, replace=False)] = True
     wrong_lower, wrong_upper = at_lower.copy(), at_upper.copy()
     wrong_lower[cycling], wrong_upper[cycling] = at_upper[cycling], free[cycling]  # every settled row wrong
-    lower, upper_set = box_active_set._settle_cycling_rows(Q, c, upper, matrix_blocks(Q), None, wrong_lower,
-                                                           wrong_upper, cycling)
+    lower, upper_set, _ = box_active_set._settle_cycling_rows(Q, c, upper, matrix_blocks(Q), None, wrong_lower,
+                                                              wrong_upper, cycling)
     np.testing.assert_array_equal(lower, at_lower)
     np.testing.assert_array_equal(upper_set, at_upper)
 

@@ -250,7 +250,7 @@ def box_qp_active_set(Q: np.ndarray, c: np.ndarray, upper: float, status: np.nda
             settled = (_settle_cycling_rows(Q, c, upper, blocks, block, lower, at_upper, cycling)
                        if cycling.sum() <= CYCLING_MAX_ROWS else None)
             if settled is not None:
-                lower, at_upper = settled
+                lower, at_upper, block = settled
                 previous_changes, previous_changed = changes, changed
                 continue
         previous_changed = changed
@@ -267,9 +267,11 @@ def box_qp_active_set(Q: np.ndarray, c: np.ndarray, upper: float, status: np.nda
 
 def _settle_cycling_rows(Q: np.ndarray, c: np.ndarray, upper: float, blocks, block: FreeBlock | None,
                          lower: np.ndarray, at_upper: np.ndarray, cycling: np.ndarray):
-    """(lower, at_upper) with the sets of the rows C = `cycling` taken from the exact optimum of
-    the box QP over a_C alone, the other free rows F solved for them and the other bound rows
-    B kept where they are; None when a solve fails (the caller then steps as usual).
+    """(lower, at_upper, block) with the sets of the rows C = `cycling` taken from the exact
+    optimum of the box QP over a_C alone, the other free rows F solved for them and the other
+    bound rows B kept where they are (block: the `FreeBlock` those solves used, kept by the
+    caller so that a refactored one is not factored again); None when a solve fails (the caller
+    then steps as usual).
 
     With a_F(a_C) = a_F0 - S a_C, S = Q_FF^-1 Q_FC, the objective in a_C is the Schur complement
     Q_CC - Q_CF S with the gradient (Q a0 + c)_C at a_C = 0: a box QP of |C| rows, which the
@@ -283,7 +285,7 @@ def _settle_cycling_rows(Q: np.ndarray, c: np.ndarray, upper: float, blocks, blo
     reduced = Q[np.ix_(C, C)]
     if rest.size:
         rhs = np.column_stack([-(c + Q @ a0)[rest], -Q[np.ix_(rest, C)]])
-        _, solved = free_solve(blocks, k, block, rest, rhs)
+        block, solved = free_solve(blocks, k, block, rest, rhs)
         if solved is None:
             return None
         a0[rest] = solved[:, 0]
@@ -295,4 +297,4 @@ def _settle_cycling_rows(Q: np.ndarray, c: np.ndarray, upper: float, blocks, blo
     lower, at_upper = lower & ~cycling, at_upper & ~cycling
     lower[C] = a_C <= SETTLED_BOUND * upper
     at_upper[C] = a_C >= (1.0 - SETTLED_BOUND) * upper
-    return lower, at_upper
+    return lower, at_upper, block

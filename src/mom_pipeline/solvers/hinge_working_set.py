@@ -40,7 +40,8 @@ from .interior_point import BoxQPStalled, HingeIPMStalled, box_qp, hinge_qp_ipm
 from .margin_active_set import MarginSystems, active_set_finish, primal_point
 from .margin_polish import (POLISH_BELOW_LAM, margin_multipliers, polish_margin_rows, restricted_gap,
                             restricted_objective)
-from .policy import BOX_DUAL_GAP, BOX_DUAL_REL_GAP, KERNEL_LINEAR_BELOW, adaptive_working_set, restricted_qp_method
+from .policy import (BOX_DUAL_GAP, BOX_DUAL_REL_GAP, KERNEL_LINEAR_BELOW, WORKING_SET_LEAVES, adaptive_working_set,
+                     restricted_qp_method)
 
 #: Clarabel's tolerances on a restricted QP. Its defaults (1e-8) hold in its equilibrated problem;
 #: at tiny scaled lam (7e-15: RBF kernel MOM, gamma 3, lam 1e-6) a restricted optimum "Solved"
@@ -292,7 +293,7 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
     working = (u_start >= 1.0 - linear_below) & (u_start <= 1.0 + band)
     linear = u_start < 1.0 - linear_below
     solves = 0
-    pinned = np.zeros(rows.n_rows, dtype=bool)
+    leaves = np.zeros(rows.n_rows, dtype=np.int32)  # how often each row has left the working set
     # The active sets of the previous round's optimum, a guess for the next round's; in the first
     # round, those of a given warm start (the previous lam's optimum on a regularization path).
     status = active_set_guess(u_start, working, None, weight) if adaptive and radius is None and warm else None
@@ -321,12 +322,13 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
         # Working rows the restricted optimum put far from the margin leave the working set
         # (violated ones become linear, satisfied ones are dropped): the next restricted QP is
         # then about the size of the margin set instead of every row ever near it (RBF kernel
-        # MOM: 400-900 rows instead of 650-2500). Each row leaves at most once (then it is
-        # pinned), so the rounds still terminate.
-        far = working & ~pinned & (np.abs(u - 1.0) > band) if adaptive else np.zeros_like(working)
+        # MOM: 400-900 rows instead of 650-2500). A row leaves with its multiplier at the bound
+        # it goes to, so the restricted optimum stays, and the broken rows joining raise it: the
+        # rounds end (each row may leave up to WORKING_SET_LEAVES times, then it stays).
+        far = working & (leaves < WORKING_SET_LEAVES) & (np.abs(u - 1.0) > band) if adaptive else np.zeros_like(working)
         working &= ~far
         linear |= far & (u < 1.0)
-        pinned |= far
+        leaves += far
         # Rows near the margin join too: the next restricted optimum is likely to move them.
         joining = broken | (~working & (np.abs(u - 1.0) <= band))
         working |= joining
@@ -335,7 +337,7 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
         raise RuntimeError(f"MOM working-set method did not terminate in {max_rounds} rounds")
     info = dict(rounds=round_, working_set=int(working.sum()), linear_rows=int(linear.sum()),
                 restricted_solves=int(solves), newton_steps=int(newton_steps), rows=int(rows.n_rows),
-                dropped_rows=int(pinned.sum()))
+                dropped_rows=int((leaves > 0).sum()), most_leaves=int(leaves.max(initial=0)))
     if radius is not None:
         return w, info
     if alpha is not None:  # the multipliers of every row: weight on the linear ones, 0 off the sets

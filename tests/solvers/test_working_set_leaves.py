@@ -1,0 +1,44 @@
+"""Kernel-sized working sets (`hinge_working_set.solve_working_set`): rows far from the margin at a
+restricted optimum leave the working set, up to `policy.WORKING_SET_LEAVES` times each; the optima
+do not depend on how often they may."""
+
+import numpy as np
+import pytest
+
+import mom_pipeline.solvers.hinge_working_set as hinge_working_set
+from mom_pipeline.methods.kernels import KernelMOM
+from mom_pipeline.methods.mom import mom_objective, solve_hinge_qp_cvxpy
+from mom_pipeline.methods.mom_problem import operators_of_bases
+from mom_pipeline.methods.mom_solve import solve_mom_path
+from mom_pipeline.problems import generate_knapsack
+from mom_pipeline.solvers.policy import adaptive_working_set
+
+LAMS = [float(v) for v in np.logspace(2, -6, 9)]
+
+
+@pytest.fixture(scope="module")
+def wide_rbf_problem():
+    """A wide RBF kernel (gamma 5, the figures' unsquared norm), where rows leave and come back."""
+    trial = generate_knapsack(50, 0, degree=1, feature_low=-1.0, seed=21)
+    solution = trial.lp.solve(trial.train.C)
+    model = KernelMOM(kernel="rbf", rbf_norm="unsquared", gamma=5.0).fit(trial.train.Z, solution.x, lp=trial.lp,
+                                                                       basis=solution.basis)
+    features = model.transform(trial.train.Z) @ model.row_space_
+    return operators_of_bases(trial.lp.A, solution.basis), features
+
+
+def test_rows_leave_again_and_the_path_ends_at_the_optima(wide_rbf_problem, monkeypatch):
+    M, features = wide_rbf_problem
+    assert adaptive_working_set(M.shape[2] * features.shape[1])
+    path = solve_mom_path(M, features, LAMS)
+    assert max(info["most_leaves"] for _, info in path) >= 2  # rows came back and left again
+    monkeypatch.setattr(hinge_working_set, "WORKING_SET_LEAVES", 1)
+    once = solve_mom_path(M, features, LAMS)
+    assert max(info["most_leaves"] for _, info in once) <= 1  # the cap holds
+    for lam, (Theta, _), (Theta_once, _) in zip(LAMS, path, once):
+        assert mom_objective(Theta, M, features, lam) == pytest.approx(
+            mom_objective(Theta_once, M, features, lam), rel=1e-8)
+    for i in (2, 3, 5):  # where rows left most often
+        reference, _ = solve_hinge_qp_cvxpy(M, features, LAMS[i])
+        assert mom_objective(path[i][0], M, features, LAMS[i]) == pytest.approx(
+            mom_objective(reference, M, features, LAMS[i]), rel=1e-6)

@@ -158,6 +158,13 @@ class KernelMOM(CostModel):
     # A tuning grid's chosen cell is refitted along the grid's lam path (`tuning._refit`):
     # fit_many warm-starts each lam from the previous one, where a cold fit is many times slower.
     refit_path = "lam"
+    # ... through intermediate lam values (warm starts only) at most this ratio apart. On the 500
+    # samples of figure 4's refits the path's own steps (`policy.PATH_MAX_RATIO`, 10^0.5, which the
+    # tuning grids' cells without a neighbour use) left working sets far from the next optimum:
+    # chosen RBF cells (side by side, one core each) 17.7 -> 2.9 s (gamma 5, lam 1e-3), 7.3 ->
+    # 4.6 s (gamma 5, lam 0.1), 7.6 -> 2.9 s (gamma 3, lam 1e-6); on eight trials' chosen cells
+    # 33.2 -> 26.9 s in all. On the 375-sample grids the same ratio was 6 % slower for RBF.
+    refit_path_ratio = 10 ** 0.25
 
     kernel: str = "poly"
     degree: int = 2

@@ -105,8 +105,9 @@ def _refit(make_model: Callable[..., CostModel], best_params: dict, grid: dict[s
     largest down to the chosen one, each solve started from the previous optimum. The result is
     the same optimum as a cold fit (each point of the path is solved exactly), found in a
     fraction of the time: a cold kernel MOM fit at lam = 1e-4..1e-6 on 500 knapsack samples took
-    260-330 s, 8-9 working-set rounds of 3,400-4,400 rows (docs/benchmarks.md). When the path
-    fit raises, the cell is fitted alone, as before."""
+    260-330 s, 8-9 working-set rounds of 3,400-4,400 rows (docs/benchmarks.md). An estimator may
+    ask for intermediate values (warm starts only) no more than ``refit_path_ratio`` apart. When
+    the path fit raises, the cell is fitted alone, as before."""
     model = make_model(**best_params)
     name = getattr(type(model), "refit_path", None)
     if name is None or name not in best_params or not hasattr(type(model), "fit_many"):
@@ -115,6 +116,7 @@ def _refit(make_model: Callable[..., CostModel], best_params: dict, grid: dict[s
     path = sorted({value for value in grid.get(name, []) if value > chosen}, reverse=True)
     if not path:
         return _fit(model, Z, X_star, lp, basis, C)
+    path = _finer_path(path + [chosen], getattr(type(model), "refit_path_ratio", None))[:-1]
     models = [make_model(**{**best_params, name: value}) for value in path] + [model]
     try:
         type(model).fit_many(models, Z, X_star, lp=lp, basis=basis, C=C if model.needs_costs else None)
@@ -123,6 +125,19 @@ def _refit(make_model: Callable[..., CostModel], best_params: dict, grid: dict[s
                              f"({type(error).__name__}: {error}); refitting the chosen cell alone")
         return _fit(make_model(**best_params), Z, X_star, lp, basis, C)
     return model
+
+
+def _finer_path(values: list[float], ratio: float | None) -> list[float]:
+    """Descending positive values with geometric intermediate ones wherever two neighbours are more
+    than ratio apart (None: the values as they are)."""
+    if ratio is None:
+        return values
+    out = [values[0]]
+    for value in values[1:]:
+        steps = int(np.ceil(np.log(out[-1] / value) / np.log(ratio) - 1e-9))
+        out += [float(v) for v in np.geomspace(out[-1], value, steps + 1)[1:]]
+        out[-1] = value  # the chosen value exactly, not its round-off
+    return out
 
 
 def grid_search(make_model: Callable[..., CostModel], grid: dict[str, list], Z, X_star, lp: StandardFormLP, C,

@@ -116,7 +116,7 @@ def _refit(make_model: Callable[..., CostModel], best_params: dict, grid: dict[s
     path = sorted({value for value in grid.get(name, []) if value > chosen}, reverse=True)
     if not path:
         return _fit(model, Z, X_star, lp, basis, C)
-    path = _finer_path(path + [chosen], getattr(type(model), "refit_path_ratio", None))[:-1]
+    path = _finer_path(path + [chosen], getattr(model, "refit_path_ratio", None))[:-1]
     models = [make_model(**{**best_params, name: value}) for value in path] + [model]
     try:
         type(model).fit_many(models, Z, X_star, lp=lp, basis=basis, C=C if model.needs_costs else None)

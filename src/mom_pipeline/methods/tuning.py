@@ -132,6 +132,8 @@ def _finer_path(values: list[float], ratio: float | None) -> list[float]:
     than ratio apart (None: the values as they are)."""
     if ratio is None:
         return values
+    if not ratio > 1.0:
+        raise ValueError(f"refit_path_ratio must be above 1; got {ratio}")
     out = [values[0]]
     for value in values[1:]:
         steps = int(np.ceil(np.log(out[-1] / value) / np.log(ratio) - 1e-9))

@@ -19,6 +19,7 @@ from sklearn.model_selection import ParameterGrid
 
 from ..lp import StandardFormLP
 from ..metrics import per_sample_metrics
+from ..solvers.hinge_path import path_constants
 from .base import CostModel, check_features
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,12 @@ def _refit(make_model: Callable[..., CostModel], best_params: dict, grid: dict[s
     path = sorted({value for value in grid.get(name, []) if value > chosen}, reverse=True)
     if not path:
         return _fit(model, Z, X_star, lp, basis, C)
-    path = _finer_path(path + [chosen], getattr(model, "refit_path_ratio", None))[:-1]
+    ratio = getattr(model, "refit_path_ratio", None)
+    if ratio is not None:
+        if not ratio > 1.0:
+            raise ValueError(f"refit_path_ratio must be above 1; got {ratio}")
+        # the grid's values with intermediate ones, as a regularization path inserts its own
+        path = [lam for _, lam in path_constants(np.array(path + [chosen]), ratio)][:-1]
     models = [make_model(**{**best_params, name: value}) for value in path] + [model]
     try:
         type(model).fit_many(models, Z, X_star, lp=lp, basis=basis, C=C if model.needs_costs else None)
@@ -125,21 +131,6 @@ def _refit(make_model: Callable[..., CostModel], best_params: dict, grid: dict[s
                              f"({type(error).__name__}: {error}); refitting the chosen cell alone")
         return _fit(make_model(**best_params), Z, X_star, lp, basis, C)
     return model
-
-
-def _finer_path(values: list[float], ratio: float | None) -> list[float]:
-    """Descending positive values with geometric intermediate ones wherever two neighbours are more
-    than ratio apart (None: the values as they are)."""
-    if ratio is None:
-        return values
-    if not ratio > 1.0:
-        raise ValueError(f"refit_path_ratio must be above 1; got {ratio}")
-    out = [values[0]]
-    for value in values[1:]:
-        steps = int(np.ceil(np.log(out[-1] / value) / np.log(ratio) - 1e-9))
-        out += [float(v) for v in np.geomspace(out[-1], value, steps + 1)[1:]]
-        out[-1] = value  # the chosen value exactly, not its round-off
-    return out
 
 
 def grid_search(make_model: Callable[..., CostModel], grid: dict[str, list], Z, X_star, lp: StandardFormLP, C,

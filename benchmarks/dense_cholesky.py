@@ -6,7 +6,9 @@ Former: Q + np.diag(d) (two k x k temporaries), a finiteness scan of the sum, th
 (`interior_point.box_qp`): a copy of Q with d added on its diagonal in place, factored by
 `solvers.dense_cholesky.cho_factor_symmetric` (the transposed view goes to LAPACK as it is).
 Both are timed on the same matrices, one BLAS thread (as the solvers run), best of several
-repeats, with the largest difference of their solutions.
+repeats, with the largest difference of their solutions. A third column times the current way
+with LAPACK's upper factor instead of the lower one it uses (OpenBLAS factors the lower one
+1.2-1.4x faster at the sizes of the box QPs and margin sets, k = 100-700).
 
 Run:  .venv/bin/python benchmarks/dense_cholesky.py
 """
@@ -20,7 +22,7 @@ import threadpoolctl
 from lp_oracles import best_time  # benchmarks/ is the script's directory, on sys.path
 from mom_pipeline.solvers.dense_cholesky import cho_factor_symmetric, cho_solve_factor
 
-SIZES = [250, 1000, 2000]
+SIZES = [150, 300, 500, 1000, 2000]
 
 
 def former(Q: np.ndarray, d: np.ndarray):
@@ -36,9 +38,20 @@ def current(Q: np.ndarray, d: np.ndarray):
     return cho_factor_symmetric(system, overwrite=True)
 
 
+def current_upper(Q: np.ndarray, d: np.ndarray):
+    """`current` with LAPACK's upper factor (the solvers' choice before 2026-11-28)."""
+    system = Q.copy()
+    system[np.diag_indices(Q.shape[0])] += d
+    factor, info = scipy.linalg.lapack.dpotrf(system.T, lower=False, overwrite_a=True, clean=False)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"dpotrf info {info}")
+    return factor, False
+
+
 def main() -> None:
     rng = np.random.default_rng(0)
-    print(f"{'k':>6s} {'former ms':>10s} {'current ms':>11s} {'ratio':>6s} {'max solution diff':>18s}")
+    print(f"{'k':>6s} {'former ms':>10s} {'current ms':>11s} {'ratio':>6s} {'upper factor ms':>16s} "
+          f"{'upper / current':>16s} {'max solution diff':>18s}")
     with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
         for k in SIZES:
             A = rng.standard_normal((k, k))
@@ -48,8 +61,12 @@ def main() -> None:
             repeats = max(3, int(3e9 / k**3))
             reference = best_time(lambda: former(Q, d), repeats)
             ours = best_time(lambda: current(Q, d), repeats)
-            diff = np.abs(cho_solve_factor(current(Q, d), rhs) - scipy.linalg.cho_solve(former(Q, d), rhs)).max()
-            print(f"{k:6d} {1e3 * reference:10.2f} {1e3 * ours:11.2f} {reference / ours:6.2f} {diff:18.1e}")
+            upper = best_time(lambda: current_upper(Q, d), repeats)
+            solution = cho_solve_factor(current(Q, d), rhs)
+            diff = max(np.abs(solution - scipy.linalg.cho_solve(former(Q, d), rhs)).max(),
+                       np.abs(solution - cho_solve_factor(current_upper(Q, d), rhs)).max())
+            print(f"{k:6d} {1e3 * reference:10.2f} {1e3 * ours:11.2f} {reference / ours:6.2f} {1e3 * upper:16.2f} "
+                  f"{upper / ours:16.2f} {diff:18.1e}")
 
 
 if __name__ == "__main__":

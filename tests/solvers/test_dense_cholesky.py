@@ -13,13 +13,16 @@ def _spd(k: int, seed: int = 0) -> np.ndarray:
     return A @ A.T + 1e-3 * np.eye(k)
 
 
+@pytest.mark.parametrize("lower", [True, False])  # L L' (the default) and R'R
 @pytest.mark.parametrize("layout", ["C", "F", "strided"])
-def test_solves_equal_scipy_and_leave_the_matrix_intact(layout):
+def test_solves_equal_scipy_and_leave_the_matrix_intact(layout, lower):
     big = _spd(90, seed=1)
     matrix = {"C": np.ascontiguousarray(big), "F": np.asfortranarray(big), "strided": big[::2, ::2]}[layout]
     before = matrix.copy()
     rhs = np.random.default_rng(2).standard_normal((matrix.shape[0], 3))
-    ours = cho_solve_factor(cho_factor_symmetric(matrix), rhs)
+    factor = cho_factor_symmetric(matrix, lower=lower)
+    assert factor[1] is lower
+    ours = cho_solve_factor(factor, rhs)
     reference = scipy.linalg.cho_solve(scipy.linalg.cho_factor(np.array(matrix)), rhs)
     assert np.allclose(ours, reference, rtol=1e-10, atol=1e-12)
     assert np.allclose(matrix @ ours, rhs, atol=1e-8)

@@ -94,3 +94,5 @@ def test_path_constants_insert_warm_starts_between_distant_constants():
     assert all(a >= b for a, b in zip(values, values[1:]))
     assert max(a / b for a, b in zip(values, values[1:])) <= 10 ** 0.5 * (1 + 1e-12)
     assert path_constants(lams, None) == [(1, 1.0), (3, 0.5), (0, 0.01), (2, 0.01)]
+    with pytest.raises(ValueError, match="above 1"):  # a ratio of 1 or less would never step down
+        path_constants(lams, 1.0)

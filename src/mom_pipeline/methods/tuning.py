@@ -118,10 +118,7 @@ def _refit(make_model: Callable[..., CostModel], best_params: dict, grid: dict[s
     if not path:
         return _fit(model, Z, X_star, lp, basis, C)
     ratio = getattr(model, "refit_path_ratio", None)
-    if ratio is not None:
-        if not ratio > 1.0:
-            raise ValueError(f"refit_path_ratio must be above 1; got {ratio}")
-        # the grid's values with intermediate ones, as a regularization path inserts its own
+    if ratio is not None:  # the grid's values with intermediate ones, as a regularization path inserts its own
         path = [lam for _, lam in path_constants(np.array(path + [chosen]), ratio)][:-1]
     models = [make_model(**{**best_params, name: value}) for value in path] + [model]
     try:

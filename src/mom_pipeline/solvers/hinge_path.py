@@ -103,7 +103,9 @@ def _polish_below(index: int | None) -> float:
 def path_constants(lams: np.ndarray, max_ratio: float | None) -> list[tuple[int | None, float]]:
     """The constants in the order the path solves them, largest first, as (index into lams, lam),
     with intermediate constants (index None) spaced geometrically wherever two neighbours differ
-    by more than max_ratio (None: no intermediate constants)."""
+    by more than max_ratio (None: no intermediate constants; otherwise it must be above 1)."""
+    if max_ratio is not None and not max_ratio > 1.0:
+        raise ValueError(f"the ratio between a path's constants must be above 1; got {max_ratio}")
     path: list = []
     for i in np.argsort(-lams, kind="stable"):
         lam = float(lams[i])

@@ -15,6 +15,7 @@ from mom_pipeline.methods.online import (
     decision_irrelevant_costs,
     hinge_loss,
     hinge_subgradient,
+    project_frobenius,
     step_sizes,
 )
 from mom_pipeline.problems import generate_knapsack, generate_shortest_path
@@ -108,6 +109,36 @@ def test_online_mom_iterates_follow_algorithm_2(separable, schedule):
     np.testing.assert_allclose(model.coef_path_norms_, norms, atol=1e-5)
     assert np.all(model.coef_path_norms_ <= radius + 1e-12)
     assert np.isclose(model.coef_path_norms_.max(), radius)  # the projection was active
+
+
+def test_online_mom_grid_in_lockstep_equals_each_literal_pass(separable):
+    """fit_many (a tuning grid of step sizes, schedules and radii, one with the projection off)
+    ends every model where its own pass of Algorithm 2 ends, replayed literally here with
+    `hinge_subgradient` and `project_frobenius`, and where its own `fit` ends."""
+    Z, C, X, basis, M = _observed(separable, 60)
+    cells = [dict(step_size=eta, radius=radius, step_schedule=schedule)
+             for eta in (0.01, 1.0, 10.0) for radius in (None, 0.5, 3.0) for schedule in ("constant", "decreasing")]
+    models = OnlineMOM.fit_many([OnlineMOM(**cell) for cell in cells], Z, X, lp=separable.lp, basis=basis, C=C)
+    T = Z.shape[0]
+    projected = 0
+    for cell, model in zip(cells, models):
+        etas = step_sizes(cell["step_size"], cell["step_schedule"], T)
+        theta = np.zeros((M.shape[2], Z.shape[1]))
+        total, norms = theta.copy(), [0.0]
+        for t in range(T):
+            np.testing.assert_allclose(model.predicted_costs_[t], theta @ Z[t], atol=1e-10)
+            theta = project_frobenius(theta - etas[t] * hinge_subgradient(M[t], Z[t], theta), cell["radius"])
+            total += theta
+            norms.append(np.linalg.norm(theta))
+        np.testing.assert_allclose(model.final_coef_, theta, atol=1e-10)
+        np.testing.assert_allclose(model.averaged_coef_, total / (T + 1), atol=1e-10)
+        np.testing.assert_allclose(model.coef_path_norms_, norms, atol=1e-10)
+        projected += cell["radius"] is not None and np.isclose(max(norms), cell["radius"])
+        alone = OnlineMOM(**cell).fit(Z, X, lp=separable.lp, basis=basis, C=C)
+        np.testing.assert_allclose(alone.final_coef_, model.final_coef_, atol=1e-12)
+        np.testing.assert_array_equal(alone.mistakes_, model.mistakes_)
+        np.testing.assert_allclose(alone.regret_, model.regret_, atol=1e-12)
+    assert projected >= 4  # the ball was reached, so the projection was exercised
 
 
 def test_online_mom_regret_decreases_on_separable_data(separable):

@@ -129,6 +129,14 @@ class _IteratePath:
     def average(self) -> np.ndarray:
         return self.total / self.norms.size
 
+    @classmethod
+    def recorded(cls, predicted: np.ndarray, norms: np.ndarray, total: np.ndarray, final: np.ndarray) -> "_IteratePath":
+        """The record of a pass run elsewhere (`OnlineMOM.fit_many`): its (T, n) predictions, (T + 1,)
+        norms, the sum of its T + 1 iterates and its last iterate."""
+        path = cls.__new__(cls)
+        path.predicted, path.norms, path.total, path.final = predicted, norms, total, final
+        return path
+
 
 class _OnlinePass(LinearCostModel):
     """Shared input handling and bookkeeping of the online algorithms (not a method itself)."""
@@ -138,11 +146,7 @@ class _OnlinePass(LinearCostModel):
     def _prepare(self, Z, X_star, A, b, lp, basis, C, regret_scale):
         """Validated (Z, X*, lp, basis, M, C) with M (T, n - m, n) built in one batched call;
         also checks the hyperparameters common to the passes, before any work."""
-        if regret_scale not in REGRET_SCALES:
-            raise ValueError(f"regret_scale must be one of {REGRET_SCALES}; got {regret_scale!r}")
-        radius = getattr(self, "radius", None)
-        if radius is not None and not (np.isfinite(radius) and radius > 0):
-            raise ValueError(f"radius must be a positive number or None; got {radius!r}")
+        self._check_pass_hyperparameters(regret_scale)
         lp = resolve_lp(A, b, lp)
         Z = check_features(Z)
         T = Z.shape[0]
@@ -160,6 +164,13 @@ class _OnlinePass(LinearCostModel):
         if C is not None:
             C = self._require_costs(C, T, lp.n)
         return Z, X_star, lp, basis, M, C
+
+    def _check_pass_hyperparameters(self, regret_scale: str) -> None:
+        if regret_scale not in REGRET_SCALES:
+            raise ValueError(f"regret_scale must be one of {REGRET_SCALES}; got {regret_scale!r}")
+        radius = getattr(self, "radius", None)
+        if radius is not None and not (np.isfinite(radius) and radius > 0):
+            raise ValueError(f"radius must be a positive number or None; got {radius!r}")
 
     def _progress(self, n_steps: int):
         return tqdm(range(n_steps), desc=type(self).__name__, disable=not getattr(self, "progress", False))
@@ -220,19 +231,50 @@ class OnlineMOM(_OnlinePass):
     progress: bool = False
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None, regret_scale: str = "l2"):
-        Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C, regret_scale)
+        return type(self).fit_many([self], Z, X_star, A=A, b=b, lp=lp, basis=basis, C=C,
+                                   regret_scale=regret_scale)[0]
+
+    @classmethod
+    def fit_many(cls, models: list["OnlineMOM"], Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None,
+                 regret_scale: str = "l2") -> list:
+        """Run the passes of several models over the same samples in lockstep (a tuning grid of
+        step sizes and radii); returns them, each as its own `fit` leaves it.
+
+        The passes share everything but their iterates: at step t every model's prediction,
+        margins and update are one array operation over the stacked (k, n, d) iterates, instead
+        of k Python passes of T small steps each (MOM-OGD's 35-cell grid: 27,000 steps of
+        about 20 microseconds). Each model's arithmetic is its own; the stacking only batches it.
+        """
+        if not models:
+            return models
+        for model in models:
+            model._check_pass_hyperparameters(regret_scale)
+        Z, X_star, lp, basis, M, C = models[0]._prepare(Z, X_star, A, b, lp, basis, C, regret_scale)
         T, d = Z.shape
-        etas = step_sizes(self.step_size, self.step_schedule, T)
-        theta = np.zeros((lp.n, d))
-        path = _IteratePath(theta, T)
-        for t in self._progress(T):
+        k = len(models)
+        etas = np.stack([step_sizes(m.step_size, m.step_schedule, T) for m in models], axis=1)  # (T, k)
+        radii = np.array([np.inf if m.radius is None else float(m.radius) for m in models])
+        thetas = np.zeros((k, lp.n, d))
+        predicted = np.empty((k, T, lp.n))
+        norms = np.zeros((k, T + 1))
+        total = np.zeros_like(thetas)  # Theta_1 = 0 adds nothing
+        for t in models[0]._progress(T):
             z = Z[t]
-            violated = M[t] @ path.predict(t, theta, z) < 1.0
+            predicted[:, t] = thetas @ z
+            violated = (predicted[:, t] @ M[t].T < 1.0).astype(float)  # (k, n - m)
             # theta - eta * subgradient, the subgradient being -sum_violated M_t[k]' z'.
-            theta = project_frobenius(theta + etas[t] * np.outer(M[t][violated].sum(axis=0), z), self.radius)
-            path.push(t, theta)
-        self._record(path, None, X_star, lp, C, regret_scale)
-        return self
+            thetas += (etas[t][:, None] * (violated @ M[t]))[:, :, None] * z
+            norm = np.sqrt(np.einsum("knd,knd->k", thetas, thetas))
+            outside = norm > radii  # projected back onto the ball {||Theta||_F <= radius}
+            if outside.any():
+                thetas[outside] *= (radii[outside] / norm[outside])[:, None, None]
+                norm[outside] = radii[outside]
+            norms[:, t + 1] = norm
+            total += thetas
+        for i, model in enumerate(models):
+            path = _IteratePath.recorded(predicted[i], norms[i], total[i], thetas[i].copy())
+            model._record(path, None, X_star, lp, C, regret_scale)
+        return models
 
 
 @estimator_hyperparameters

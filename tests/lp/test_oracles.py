@@ -94,3 +94,16 @@ def test_decisions_only_path_enumeration_matches_the_dp(grid):
     np.testing.assert_allclose(np.einsum("tn,tn->t", C, fast.x), fast.objective, atol=1e-9)
     A, b = sp.constraints()
     np.testing.assert_allclose(np.einsum("mn,tn->tm", A, fast.x), np.broadcast_to(b, (1000, len(b))))
+
+
+def test_knapsack_decisions_only_equal_the_full_solve():
+    """need_basis=False skips only the basis: the same decisions and values, ties included."""
+    rng = np.random.default_rng(4)
+    knapsack = FractionalKnapsack(prices=tuple(rng.uniform(0.5, 2.0, size=12)), budget=5.0)
+    n = 2 * knapsack.n_items + 1
+    C = np.vstack([rng.normal(size=(400, n)), rng.integers(-2, 2, size=(400, n))])
+    fast, full = knapsack.solve(C, need_basis=False), knapsack.solve(C)
+    assert fast.basis is None and full.basis is not None
+    np.testing.assert_array_equal(fast.x, full.x)
+    np.testing.assert_array_equal(fast.objective, full.objective)
+    np.testing.assert_allclose(fast.objective, solve_lp_batch(*knapsack.constraints(), C).objective, atol=1e-9)

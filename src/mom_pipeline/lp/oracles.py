@@ -197,7 +197,8 @@ class FractionalKnapsack:
         return A, b
 
     def solve(self, C, need_basis: bool = True) -> LPSolution:
-        """Solve every sample by the ratio greedy; C is (T, 2k + 1) (the basis comes free)."""
+        """Solve every sample by the ratio greedy; C is (T, 2k + 1). The basis costs a little
+        more bookkeeping; need_basis=False (SGD steps, evaluation) skips it (`basis` is None)."""
         k = self.n_items
         C = _check_costs(C, 2 * k + 1)
         T = C.shape[0]
@@ -208,7 +209,11 @@ class FractionalKnapsack:
         wanted = item_cost < 0
         ratio = np.where(wanted, -item_cost / p, -np.inf)
         order = np.argsort(-ratio, axis=1, kind="stable")
-        sorted_wanted = np.take_along_axis(wanted, order, axis=1)
+        rows = np.arange(T)
+        # Plain fancy indexing by (rows, order): take/put_along_axis's own overhead was a
+        # third of this oracle's time on SPO+'s 225-sample batches.
+        by_rank = (rows[:, None], order)
+        sorted_wanted = wanted[by_rank]
         sorted_price = np.where(sorted_wanted, p[order], 0.0)
         cum_after = np.cumsum(sorted_price, axis=1)
         cum_before = cum_after - sorted_price
@@ -217,24 +222,25 @@ class FractionalKnapsack:
         over = sorted_wanted & ~fits
         has_critical = over.any(axis=1)
         crit_pos = np.argmax(over, axis=1)
-        rows = np.arange(T)
         crit_item = order[rows, crit_pos]
         # Wanted items after the critical one have a larger running total, so they never fit.
         x_items = np.zeros((T, k))
-        np.put_along_axis(x_items, order, fits.astype(float), axis=1)
+        x_items[by_rank] = fits
         crit_fraction = np.clip((budget - cum_before[rows, crit_pos]) / p[crit_item], 0.0, 1.0)
         x_items[rows[has_critical], crit_item[has_critical]] = crit_fraction[has_critical]
-        full = np.zeros((T, k), dtype=bool)
-        np.put_along_axis(full, order, fits, axis=1)
         X = np.zeros((T, 2 * k + 1))
         X[:, :k] = x_items
         X[:, k] = budget - x_items @ p
         X[:, k + 1 :] = 1.0 - x_items
         X[np.abs(X) <= 1e-12 * max(1.0, budget)] = 0.0
-        # Basis: x_j for fully taken items, s2_j for the others; the critical item has both
-        # x and s2 basic; without a critical item the budget slack s1 is basic.
-        item_idx = np.arange(k)
-        per_item = np.where(full, item_idx, k + 1 + item_idx)
-        extra = np.where(has_critical, crit_item, k)
-        basis = np.sort(np.column_stack([per_item, extra]), axis=1)
+        basis = None
+        if need_basis:
+            # Basis: x_j for fully taken items, s2_j for the others; the critical item has both
+            # x and s2 basic; without a critical item the budget slack s1 is basic.
+            full = np.zeros((T, k), dtype=bool)
+            full[by_rank] = fits
+            item_idx = np.arange(k)
+            per_item = np.where(full, item_idx, k + 1 + item_idx)
+            extra = np.where(has_critical, crit_item, k)
+            basis = np.sort(np.column_stack([per_item, extra]), axis=1)
         return LPSolution(x=X, objective=np.einsum("tn,tn->t", C, X), basis=basis)

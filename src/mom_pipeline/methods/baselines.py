@@ -222,7 +222,12 @@ def spo_plus_loss(C_hat, C, X_star, lp: StandardFormLP) -> tuple[np.ndarray, np.
     Returns:
         (loss (T,), grad (T, n)).
     """
-    C_tilde = 2.0 * C_hat - C
+    return _spo_plus_terms(2.0 * C_hat - C, X_star, lp)
+
+
+def _spo_plus_terms(C_tilde, X_star, lp: StandardFormLP) -> tuple[np.ndarray, np.ndarray]:
+    """`spo_plus_loss` from C_tilde = 2 c_hat - c (the lockstep computes it once, for its
+    finiteness check too)."""
     solution = lp.solve(C_tilde, need_basis=False)
     loss = np.einsum("tj,tj->t", C_tilde, X_star) - solution.objective
     return loss, 2.0 * (X_star - solution.x)
@@ -342,29 +347,36 @@ def _spo_plus_lockstep(models: list[SPOPlus], Z, C, X_star, lp: StandardFormLP, 
     alive = np.ones(k, dtype=bool)
     diverged_at = np.full(k, -1)
     losses = []
+    shared_lp = lp.A.ndim == 2 and lp.b.ndim == 1  # lp.subset would return lp itself
     for step, idx in enumerate(models[0]._batches(T, rng)):
         Z_batch = Z[idx]
         B = len(idx)
+        live = np.flatnonzero(alive)
+        # While every model lives (nearly always), whole arrays instead of fancy-indexed copies.
+        every = live.size == k
         with np.errstate(over="ignore", invalid="ignore"):
-            # (live, B, n) predicted costs, stacked model-major into one oracle call. A model
-            # leaves when the oracle's costs 2 c_hat - c are not finite: c_hat itself can be
-            # finite and still overflow when doubled (figure 6 on U[0,1]: one such cell made the
-            # batched oracle raise for the whole 45-cell grid, which was then fitted cell by cell).
-            C_hat = np.einsum("bd,knd->kbn", Z_batch, thetas[alive])
-            finite = np.isfinite(2.0 * C_hat - C[idx]).all(axis=(1, 2))
+            # (live, B, n) oracle costs 2 c_hat - c, stacked model-major into one oracle call. A
+            # model leaves when they are not finite: c_hat itself can be finite and still overflow
+            # when doubled (figure 6 on U[0,1]: one such cell made the batched oracle raise for the
+            # whole 45-cell grid, which was then fitted cell by cell).
+            C_tilde = 2.0 * np.einsum("bd,knd->kbn", Z_batch, thetas if every else thetas[live]) - C[idx]
+            finite = np.isfinite(C_tilde).all(axis=(1, 2))
             if not finite.all():
-                newly = np.flatnonzero(alive)[~finite]
-                alive[newly], diverged_at[newly] = False, step
-                C_hat = C_hat[finite]
-            live = np.flatnonzero(alive)
+                alive[live[~finite]], diverged_at[live[~finite]] = False, step
+                live, every, C_tilde = live[finite], False, C_tilde[finite]
             step_loss = np.full(k, np.nan)
             if live.size:
-                stacked = np.tile(idx, live.size)
-                loss, grad_c = spo_plus_loss(C_hat.reshape(live.size * B, lp.n), C[stacked], X_star[stacked],
-                                             lp.subset(stacked))
+                stacked_lp = lp if shared_lp else lp.subset(np.tile(idx, live.size))
+                X_batch = X_star[idx][None].repeat(live.size, axis=0).reshape(live.size * B, lp.n)
+                loss, grad_c = _spo_plus_terms(C_tilde.reshape(live.size * B, lp.n), X_batch, stacked_lp)
                 step_loss[live] = loss.reshape(live.size, B).mean(axis=1)
-                grad = np.einsum("kbn,bd->knd", grad_c.reshape(live.size, B, lp.n), Z_batch) / B + lams[live] * thetas[live]
-                thetas[live] -= step_sizes[live] / math.sqrt(step + 1) * grad
+                grad_c = grad_c.reshape(live.size, B, lp.n)
+                if every:
+                    thetas -= step_sizes / math.sqrt(step + 1) * (np.einsum("kbn,bd->knd", grad_c, Z_batch) / B
+                                                                  + lams * thetas)
+                else:
+                    grad = np.einsum("kbn,bd->knd", grad_c, Z_batch) / B + lams[live] * thetas[live]
+                    thetas[live] -= step_sizes[live] / math.sqrt(step + 1) * grad
         losses.append(step_loss)
     history = np.asarray(losses).reshape(-1, k)
     for i, model in enumerate(models):

@@ -7,8 +7,8 @@ from collections import OrderedDict
 
 import numpy as np
 import scipy.linalg
-import threadpoolctl
 
+from ..blas_threads import one_blas_thread
 from ..checks import first_non_finite
 from .batch import as_lp_batch
 from .errors import BasisError
@@ -95,7 +95,7 @@ def basis_from_solution(A, b, X, tol: float = 1e-9) -> np.ndarray:
     basis = np.empty((T, m), dtype=np.int64)
     # One BLAS thread: these are many small pivoted QRs, which a multi-threaded BLAS on a loaded
     # 2-core machine ran 50-80x slower (10 x 10 grid, 208 supports: 27 s vs 0.33 s).
-    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         if batch.shared_A:
             patterns, first, inverse = np.unique(positive, axis=0, return_index=True, return_inverse=True)
             for p, pattern in enumerate(patterns):

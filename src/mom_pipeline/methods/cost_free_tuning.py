@@ -25,8 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
-import threadpoolctl
 
+from ..blas_threads import one_blas_thread
 from ..lp import StandardFormLP
 from ..solvers.policy import tuning_fold_threads
 from .feature_scaling import FeatureStandardizer
@@ -145,7 +145,7 @@ def validation_curve(model_params: dict, Z, X, lp: StandardFormLP, lambdas: Sequ
     else:
         # One BLAS thread for the whole pool: the fits' own limits are set and restored per
         # thread, and a fit ending first would otherwise give the other one a multi-threaded BLAS.
-        with threadpoolctl.threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
+        with one_blas_thread(), ThreadPoolExecutor(threads) as pool:
             fitted = list(pool.map(fit_fold, folds))
         for fold, (models, fold_seconds) in enumerate(fitted):  # scored here: the held-out decisions are LP solves
             seconds += fold_seconds

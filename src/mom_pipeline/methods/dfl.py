@@ -25,8 +25,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from ..blas_threads import one_blas_thread
 from ..lp import StandardFormLP
 from .base import LinearCostModel, check_features, check_samples, estimator_hyperparameters, resolve_lp
 
@@ -137,7 +137,7 @@ class _DecisionFocusedModel(LinearCostModel):
             groups.setdefault(model._group_key(), []).append(model)
         # The products of a step are tiny: on a busy machine BLAS threads only wait for each
         # other (a PFYL fit at T = 1000 measured 8-14 s with them, 0.8-1.1 s without).
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             for group in groups.values():
                 _adam_lockstep(group, Z, C, X_star, lp)
         return models

@@ -26,11 +26,11 @@ times the squared scale (a reparametrization of the tuning grid, not another mod
 from __future__ import annotations
 
 import numpy as np
-import threadpoolctl
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.kernel_approximation import Nystroem
 from sklearn.metrics.pairwise import euclidean_distances, polynomial_kernel, rbf_kernel
 
+from ..blas_threads import one_blas_thread
 from ..lp import StandardFormLP
 from .base import CostModel, NotFittedError, check_features, estimator_hyperparameters
 from .mom import MOM
@@ -226,7 +226,7 @@ class KernelMOM(CostModel):
                     start = margins
             # One BLAS thread: the SVD of a 375 x 375 kernel matrix takes 0.05 s on one thread and
             # 0.2-1.6 s on two when another process shares the cores (spin-waiting threads).
-            with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+            with one_blas_thread():
                 margins = cls._fit_group(group, Z, X_star, A, b, lp, basis, start, operators)
             neighbours[neighbour] = (gamma, margins)
         return models

@@ -14,8 +14,8 @@ import clarabel
 import joblib
 import numpy as np
 import scipy.sparse as sp
-import threadpoolctl
 
+from ..blas_threads import one_blas_thread
 from ..lp import basis_matrices, nonbasic_indices
 from ..solvers.block_hinge_ipm import block_hinge_qp
 from ..solvers.clarabel_qp import ball_block, solve_clarabel
@@ -71,7 +71,7 @@ def solve_dual_formulation_path(A, basis, X, Z, lams, threads: int = 1) -> list[
     """
     # One BLAS thread throughout: batched small factorizations, which a multi-threaded BLAS on
     # a loaded machine slows down many times over.
-    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         return _solve_path(A, basis, X, Z, lams, threads)
 
 
@@ -225,7 +225,7 @@ def solve_dual_formulation_clarabel(A, basis, X, Z, lam: float,
         blocks.append(A_ball), b.append(b_ball), cones.append(cone)
     P = sp.diags(np.concatenate([np.full(p, lam), np.zeros(n_vars - p)]), format="csc")
     q = np.concatenate([np.zeros(p + Q), np.full(n_rows, 1.0 / T)])
-    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         x = solve_clarabel(P, q, sp.vstack(blocks, format="csr"), np.concatenate(b), cones,
                             "dual-formulation MOM QP")
     Theta = x[:p].reshape(n, d)

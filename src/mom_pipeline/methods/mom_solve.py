@@ -9,8 +9,8 @@
 from __future__ import annotations
 
 import numpy as np
-import threadpoolctl
 
+from ..blas_threads import one_blas_thread
 from ..solvers.hinge_path import solve_hinge_path
 from ..solvers.hinge_working_set import solve_working_set
 from ..solvers.policy import cost_subspace_pays
@@ -45,7 +45,7 @@ def solve_hinge_qp(M, Z, lam: float, radius: float | None = None, tol: float = 1
         Theta (n, d) and an info dict (rounds, working-set size, Newton steps).
     """
     # Many small BLAS calls: one thread avoids spin-waiting threads on a busy machine.
-    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         return _solve_rescaled(np.asarray(M, dtype=float), np.asarray(Z, dtype=float), lam, radius, tol, w0,
                                band, linear_below, max_rounds, A)
 
@@ -119,7 +119,7 @@ def solve_mom_path(M, Z, lams, tol: float = 1e-8, start_margins: list | None = N
     sigma = _row_scale(M, Z)
     U = _pays(cost_subspace(M, A), Z)
     rows = MOMHingeRows(M if U is None else M @ U, Z / sigma)
-    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         path = solve_hinge_path(rows, np.asarray(lams, dtype=float) / sigma**2, 1.0 / rows.T, tol,
                                 start_margins=start_margins)
     return [(_full_costs(U, w.reshape(rows.n, rows.d) / sigma), info) for w, info in path]

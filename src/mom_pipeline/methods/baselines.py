@@ -331,6 +331,13 @@ def _fit_spo_plus(models: list[SPOPlus], Z, X_star, lp: StandardFormLP, C) -> No
         _spo_plus_lockstep(group, Z, C, X_star, lp, n_oracle_calls)
 
 
+def _predict_batch(thetas: np.ndarray, Z_batch: np.ndarray) -> np.ndarray:
+    """(k, B, n) costs Theta_i z_b of k models for a batch: one matrix product (k n, d) x (d, B)
+    (einsum took 4-6x longer on SPO+'s 45 x 5 x 40 x 6 steps)."""
+    k, n, d = thetas.shape
+    return (thetas.reshape(k * n, d) @ Z_batch.T).reshape(k, n, len(Z_batch)).transpose(0, 2, 1)
+
+
 def _spo_plus_lockstep(models: list[SPOPlus], Z, C, X_star, lp: StandardFormLP, n_oracle_calls: int) -> None:
     """Mini-batch SPO+ subgradient descent of models that share their batches, in lockstep.
 
@@ -359,7 +366,8 @@ def _spo_plus_lockstep(models: list[SPOPlus], Z, C, X_star, lp: StandardFormLP, 
             # model leaves when they are not finite: c_hat itself can be finite and still overflow
             # when doubled (figure 6 on U[0,1]: one such cell made the batched oracle raise for the
             # whole 45-cell grid, which was then fitted cell by cell).
-            C_tilde = 2.0 * np.einsum("bd,knd->kbn", Z_batch, thetas if every else thetas[live]) - C[idx]
+            C_hat = _predict_batch(thetas if every else thetas[live], Z_batch)
+            C_tilde = 2.0 * C_hat - C[idx]
             finite = np.isfinite(C_tilde).all(axis=(1, 2))
             if not finite.all():
                 alive[live[~finite]], diverged_at[live[~finite]] = False, step
@@ -371,11 +379,12 @@ def _spo_plus_lockstep(models: list[SPOPlus], Z, C, X_star, lp: StandardFormLP, 
                 loss, grad_c = _spo_plus_terms(C_tilde.reshape(live.size * B, lp.n), X_batch, stacked_lp)
                 step_loss[live] = loss.reshape(live.size, B).mean(axis=1)
                 grad_c = grad_c.reshape(live.size, B, lp.n)
+                # (live, n, d) batch subgradients: one small matrix product per model.
                 if every:
-                    thetas -= step_sizes / math.sqrt(step + 1) * (np.einsum("kbn,bd->knd", grad_c, Z_batch) / B
+                    thetas -= step_sizes / math.sqrt(step + 1) * (np.matmul(grad_c.transpose(0, 2, 1), Z_batch) / B
                                                                   + lams * thetas)
                 else:
-                    grad = np.einsum("kbn,bd->knd", grad_c, Z_batch) / B + lams[live] * thetas[live]
+                    grad = np.matmul(grad_c.transpose(0, 2, 1), Z_batch) / B + lams[live] * thetas[live]
                     thetas[live] -= step_sizes[live] / math.sqrt(step + 1) * grad
         losses.append(step_loss)
     history = np.asarray(losses).reshape(-1, k)

@@ -354,38 +354,34 @@ def _spo_plus_lockstep(models: list[SPOPlus], Z, C, X_star, lp: StandardFormLP, 
     alive = np.ones(k, dtype=bool)
     diverged_at = np.full(k, -1)
     losses = []
-    shared_lp = lp.A.ndim == 2 and lp.b.ndim == 1  # lp.subset would return lp itself
     for step, idx in enumerate(models[0]._batches(T, rng)):
         Z_batch = Z[idx]
         B = len(idx)
         live = np.flatnonzero(alive)
         # While every model lives (nearly always), whole arrays instead of fancy-indexed copies.
-        every = live.size == k
+        chosen = slice(None) if live.size == k else live
         with np.errstate(over="ignore", invalid="ignore"):
             # (live, B, n) oracle costs 2 c_hat - c, stacked model-major into one oracle call. A
             # model leaves when they are not finite: c_hat itself can be finite and still overflow
             # when doubled (figure 6 on U[0,1]: one such cell made the batched oracle raise for the
             # whole 45-cell grid, which was then fitted cell by cell).
-            C_hat = _predict_batch(thetas if every else thetas[live], Z_batch)
+            C_hat = _predict_batch(thetas[chosen], Z_batch)
             C_tilde = 2.0 * C_hat - C[idx]
             finite = np.isfinite(C_tilde).all(axis=(1, 2))
             if not finite.all():
                 alive[live[~finite]], diverged_at[live[~finite]] = False, step
-                live, every, C_tilde = live[finite], False, C_tilde[finite]
+                live, C_tilde = live[finite], C_tilde[finite]
+                chosen = live
             step_loss = np.full(k, np.nan)
             if live.size:
-                stacked_lp = lp if shared_lp else lp.subset(np.tile(idx, live.size))
+                stacked_lp = lp.subset(np.tile(idx, live.size))  # lp itself when the constraints are shared
                 X_batch = X_star[idx][None].repeat(live.size, axis=0).reshape(live.size * B, lp.n)
                 loss, grad_c = _spo_plus_terms(C_tilde.reshape(live.size * B, lp.n), X_batch, stacked_lp)
                 step_loss[live] = loss.reshape(live.size, B).mean(axis=1)
                 grad_c = grad_c.reshape(live.size, B, lp.n)
                 # (live, n, d) batch subgradients: one small matrix product per model.
-                if every:
-                    thetas -= step_sizes / math.sqrt(step + 1) * (np.matmul(grad_c.transpose(0, 2, 1), Z_batch) / B
-                                                                  + lams * thetas)
-                else:
-                    grad = np.matmul(grad_c.transpose(0, 2, 1), Z_batch) / B + lams[live] * thetas[live]
-                    thetas[live] -= step_sizes[live] / math.sqrt(step + 1) * grad
+                grad = np.matmul(grad_c.transpose(0, 2, 1), Z_batch) / B + lams[chosen] * thetas[chosen]
+                thetas[chosen] -= step_sizes[chosen] / math.sqrt(step + 1) * grad
         losses.append(step_loss)
     history = np.asarray(losses).reshape(-1, k)
     for i, model in enumerate(models):

@@ -42,7 +42,15 @@ def _rowdot(U: np.ndarray, V: np.ndarray) -> np.ndarray:
 
 
 def per_sample_metrics(C, X_hat, X_star, problem: str, C_hat=None) -> pd.DataFrame:
-    """One row per test sample with the decision-quality metrics.
+    """One row per test sample with the decision-quality metrics (`sample_metric_columns`),
+    indexed by ``sample`` 0..T-1."""
+    frame = pd.DataFrame(sample_metric_columns(C, X_hat, X_star, problem, C_hat=C_hat))
+    frame.index.name = "sample"
+    return frame
+
+
+def sample_metric_columns(C, X_hat, X_star, problem: str, C_hat=None) -> dict[str, np.ndarray]:
+    """The decision-quality metrics of each test sample, as columns (name -> (T,) array).
 
     Args:
         C: (T, n) true costs; X_hat: (T, n) decisions (LP solutions for the predicted costs);
@@ -50,7 +58,7 @@ def per_sample_metrics(C, X_hat, X_star, problem: str, C_hat=None) -> pd.DataFra
         C_hat: optional (T, n) predicted costs.
 
     Returns:
-        DataFrame indexed 0..T-1 with columns
+        columns, in this order:
 
         * ``regret`` = c'(x_hat - x*) (>= 0 up to rounding when x* is optimal);
         * ``optimal_value`` = c'x*;  ``decision_value`` = c'x_hat;
@@ -114,9 +122,7 @@ def per_sample_metrics(C, X_hat, X_star, problem: str, C_hat=None) -> pd.DataFra
         C_hat = _as_batch("C_hat", C_hat, C.shape)
         columns["prediction_loss"] = ((C_hat - C) ** 2).sum(axis=1)
         columns["suboptimality_loss"] = _rowdot(C_hat, X_star) - _rowdot(C_hat, X_hat)
-    frame = pd.DataFrame(columns)
-    frame.index.name = "sample"
-    return frame
+    return columns
 
 
 def normalized_regret(regret, optimal_value) -> float:

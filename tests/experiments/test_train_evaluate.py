@@ -1,11 +1,13 @@
 """Training and evaluation of one trial, outside Kedro."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from mom_pipeline.experiments import generate_experiment, parse_spec, solve_experiment
 from mom_pipeline.experiments.evaluate import evaluate_trial, trial_summary
 from mom_pipeline.experiments.identity import TrialMismatchError
+from mom_pipeline.metrics import per_sample_metrics
 from mom_pipeline.experiments.train import SpecError, hyperparameter_rows, parse_methods, train_trial
 
 SPEC = {"name": "t", "problem": "shortest_path", "sweep": {"param": "degree", "values": [2]},
@@ -25,6 +27,18 @@ def test_train_then_evaluate_and_refuse_models_of_other_data():
     table = evaluate_trial(spec, trials[0], solutions[0], trained)
     assert len(table) == 3 * 20 and (table["regret"] >= -1e-9).all()
     assert set(trial_summary(table)["method"]) == set(trained)
+    # each method's rows are its decisions' per-sample metrics with the trial's keys, in order
+    data = trials[0].data
+    for label, tm in trained.items():
+        C_hat = tm.model.predict_cost(data.test.Z)
+        expected = per_sample_metrics(data.test.C, data.lp.solve(C_hat).x, solutions[0].test.x, "shortest_path",
+                                      C_hat=C_hat).reset_index()
+        rows = table[table["method"] == label].reset_index(drop=True)
+        pd.testing.assert_frame_equal(rows[expected.columns], expected, check_exact=True)
+        keys = rows[["experiment", "setting", "setting_value", "trial", "fit_seconds", "generation", "data_key"]]
+        assert keys.drop_duplicates().values.tolist() == [["t", "degree", 2.0, 0, tm.fit_seconds,
+                                                           trials[0].generation, trials[0].key]]
+    assert list(table["method"].unique()) == list(trained) and table["exact"].dtype == bool
     # models trained on trial 0 must not be evaluated as trial 1's
     with pytest.raises(TrialMismatchError, match="belong to other data"):
         evaluate_trial(spec, trials[1], solutions[1], trained)

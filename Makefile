@@ -72,10 +72,11 @@ bench-inverse: $(STAMP)
 	$(BIN)/python benchmarks/tuning_folds.py
 	$(BIN)/python benchmarks/inverse_scale.py
 
-# End-to-end wall time and peak memory of every paper experiment at the paper's settings,
-# then the training CPU minutes per method and figure of those runs.
+# End-to-end wall time and peak memory of the whole paper at the paper's settings, as one
+# `kedro run --pipelines=paper` (each figure's stages from its run report; `benchmarks/experiments.py
+# --figures fig1,fig4` runs figures one by one), then the training CPU minutes per method and figure.
 bench-experiments: $(STAMP)
-	$(BIN)/python benchmarks/experiments.py --figures fig1,fig2,fig3,fig4,fig5,fig6,fig7
+	$(BIN)/python benchmarks/experiments.py --pipeline paper
 	$(BIN)/python scripts/training_profile.py
 
 # The disk footprint of a whole paper run in minutes: every figure with its trials, sizes and

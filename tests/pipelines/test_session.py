@@ -53,6 +53,10 @@ def test_registered_pipelines():
     assert {"shortest_path", "knapsack", "online", "kernelized", "__default__"} <= set(pipelines)
     default_namespaces = {n.namespace.split(".")[0] for n in pipelines["__default__"].nodes}
     assert default_namespaces == set(FIGURES)
+    # the whole paper in one run: every figure's nodes (those of __default__ but `formulations`)
+    paper = {n.name for n in pipelines["paper"].nodes}
+    assert paper == {n.name for n in pipelines["__default__"].nodes if n.namespace.split(".")[0] != "formulations"}
+    assert {n.namespace.split(".")[0] for n in pipelines["paper"].nodes} == {f"fig{i}" for i in range(1, 8)}
     # readable node names: <figure>.<stage node>
     assert "fig1.train_models" in {n.name for n in pipelines["shortest_path"].nodes}
 

@@ -39,6 +39,8 @@ def test_train_then_evaluate_and_refuse_models_of_other_data():
         assert keys.drop_duplicates().values.tolist() == [["t", "degree", 2.0, 0, tm.fit_seconds,
                                                            trials[0].generation, trials[0].key]]
     assert list(table["method"].unique()) == list(trained) and table["exact"].dtype == bool
+    with pytest.raises(ValueError, match="setting 0, trial 0 has no trained method"):
+        evaluate_trial(spec, trials[0], solutions[0], {})
     # models trained on trial 0 must not be evaluated as trial 1's
     with pytest.raises(TrialMismatchError, match="belong to other data"):
         evaluate_trial(spec, trials[1], solutions[1], trained)

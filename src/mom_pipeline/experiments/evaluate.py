@@ -31,6 +31,8 @@ def evaluate_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolut
     decisions come from one batched solve of its predicted costs.
     """
     data = trial.data
+    if not trained:
+        raise ValueError(f"{spec.name}: setting {trial.setting}, trial {trial.trial} has no trained method to evaluate")
     check_same_trial("solutions", solutions.data_key, trial, spec.name)
     for label, tm in trained.items():
         check_same_trial(f"models ({label})", tm.data_key, trial, spec.name)
@@ -48,7 +50,7 @@ def evaluate_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSolut
                "trial": np.full(n_rows, trial.trial, dtype=np.int64),
                "method": _repeated(labels, n_test),
                "sample": np.tile(np.arange(n_test, dtype=np.int64), len(labels))}
-    for name in (parts[0] if parts else ()):
+    for name in parts[0]:
         columns[name] = np.concatenate([part[name] for part in parts])
     columns["fit_seconds"] = np.repeat([float(tm.fit_seconds) for tm in trained.values()], n_test)
     columns["generation"] = _repeated([trial.generation], n_rows)

@@ -125,6 +125,16 @@ def sample_metric_columns(C, X_hat, X_star, problem: str, C_hat=None) -> dict[st
     return columns
 
 
+def mean_skipping_nan(values) -> float:
+    """The mean of the non-NaN values (NaN when there are none), computed as pandas'
+    ``Series.mean`` computes it (NaN set to 0, one sum, divided by the count): the same bits,
+    without building a Series (validation scores of a tuning grid, one per cell)."""
+    values = np.asarray(values, dtype=float)
+    missing = np.isnan(values)
+    count = values.size - int(missing.sum())
+    return float(np.where(missing, 0.0, values).sum() / count) if count else float("nan")
+
+
 def normalized_regret(regret, optimal_value) -> float:
     """sum_t regret_t / sum_t |optimal_value_t| (NaN when every optimal value is 0)."""
     regret = np.asarray(regret, dtype=float)

@@ -18,7 +18,7 @@ import pandas as pd
 from sklearn.model_selection import ParameterGrid
 
 from ..lp import StandardFormLP
-from ..metrics import per_sample_metrics
+from ..metrics import mean_skipping_nan, sample_metric_columns
 from ..solvers.hinge_path import path_constants
 from .base import CostModel, check_features
 
@@ -191,8 +191,9 @@ def grid_search(make_model: Callable[..., CostModel], grid: dict[str, list], Z, 
                 model = _fit(make_model(**params), Z[train_idx], X_star[train_idx], lp_train, basis_train,
                              C[train_idx])
             decisions = model.decide(Z[val_idx], lp_val).x
-            metrics = per_sample_metrics(C[val_idx], decisions, X_star[val_idx], problem)
-            row.update(mean_relative_loss=metrics["relative_loss"].mean(), exact_rate=metrics["exact"].mean())
+            metrics = sample_metric_columns(C[val_idx], decisions, X_star[val_idx], problem)
+            row.update(mean_relative_loss=mean_skipping_nan(metrics["relative_loss"]),
+                       exact_rate=float(np.mean(metrics["exact"])))
         except Exception as exc:  # noqa: BLE001 - recorded per cell when on_error="nan"
             if on_error == "raise":
                 raise

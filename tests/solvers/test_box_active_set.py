@@ -170,24 +170,31 @@ def test_a_stalled_interior_point_method_is_finished_by_the_active_set(knapsack,
     assert kkt_certificate(Theta, M, features, lam)["relative_gap"] <= 1e-7
 
 
+def _record_starts(monkeypatch) -> list:
+    """Wrap the path's working-set solver; returns the list, per call, of whether it was given a
+    neighbouring cell's margins to start from (start_margins, its last positional argument)."""
+    import mom_pipeline.solvers.hinge_path as hinge_path
+
+    started = []
+    original = hinge_path.solve_working_set
+
+    def recorded(*args, **kwargs):
+        started.append(args[-1] is not None)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(hinge_path, "solve_working_set", recorded)
+    return started
+
+
 @pytest.mark.parametrize("kernel", [dict(kernel="poly", degree=3), dict(kernel="poly", degree=1), dict(kernel="rbf")])
 def test_cells_started_from_a_neighbouring_gamma_end_at_their_own_optimum(knapsack, monkeypatch, kernel):
     """A kernel grid's cells that differ only in gamma start their working sets from the
     previous cell's margins (RBF: when gamma at most doubles); each lam still ends where the
     cell alone ends, and at cvxpy's optimum (lam 1e-6 included). Degree 1 has 50 unknowns here,
     below the kernel size, where paths without such margins are solved cold: it starts too."""
-    import mom_pipeline.solvers.hinge_path as hinge_path
-
     trial, solution, M = knapsack
     Z = trial.train.Z
-    started = []
-    original = hinge_path.solve_working_set
-
-    def recorded(*args, **kwargs):
-        started.append(args[-1] is not None)  # start_margins, the last positional argument
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(hinge_path, "solve_working_set", recorded)
+    started = _record_starts(monkeypatch)
     gammas = (2.0, 3.0)
     grid = [KernelMOM(gamma=gamma, lam=lam, **kernel) for gamma in gammas for lam in LAMBDAS]
     KernelMOM.fit_many(grid, Z, solution.x, lp=trial.lp, basis=solution.basis)
@@ -211,21 +218,37 @@ def test_cells_started_from_a_neighbouring_gamma_end_at_their_own_optimum(knapsa
 def test_rbf_cells_far_apart_in_gamma_start_on_their_own(knapsack, monkeypatch):
     """From gamma 0.1 to 0.5 the previous cell's active sets are a poor start (measured 3.3x
     slower on figure 4's data): the second RBF cell's path starts from its own warm starts."""
-    import mom_pipeline.solvers.hinge_path as hinge_path
-
     trial, solution, _ = knapsack
-    started = []
-    original = hinge_path.solve_working_set
-
-    def recorded(*args, **kwargs):
-        started.append(args[-1] is not None)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(hinge_path, "solve_working_set", recorded)
+    started = _record_starts(monkeypatch)
     grid = [KernelMOM(kernel="rbf", gamma=gamma, lam=lam) for gamma in (0.5, 2.0, 3.0) for lam in (1e-2, 1.0)]
     KernelMOM.fit_many(grid, trial.train.Z, solution.x, lp=trial.lp, basis=solution.basis)
     # gamma 0.5 and 2 start on their own (finer lam steps in between), gamma 3 from gamma 2
     assert sum(started) == 2 and started[-2:] == [True, True]
+
+
+def test_margins_without_a_margin_row_do_not_start_the_working_set(knapsack, monkeypatch):
+    """A neighbouring cell's margins with no row on the margin (its closed-form optimum: every row
+    violated) would put every row of the wide band below the margin into the first working set
+    (1,900-2,400 of 3,750 rows on figure 4's data): the path starts on its own there, uses margins
+    that have margin rows, and each lam ends at its optimum either way."""
+    from mom_pipeline.methods.mom import MOM
+    from mom_pipeline.methods.mom_problem import optimality_margins
+
+    trial, solution, M = knapsack
+    Z = trial.train.Z
+    started = _record_starts(monkeypatch)
+    lams = [1.0, 1e-2]
+    alone = MOM.fit_many([MOM(lam=lam) for lam in lams], Z, solution.x, lp=trial.lp, basis=solution.basis)
+    optimal_margins = [optimality_margins(model.coef_, M, Z).ravel() for model in alone]
+    assert all(np.any(np.abs(u - 1.0) <= 1e-6) for u in optimal_margins)
+    for starts, expected in (([np.full_like(u, 0.5) for u in optimal_margins], [False, False]),
+                             (optimal_margins, [True, True])):
+        started.clear()
+        models = MOM.fit_many([MOM(lam=lam) for lam in lams], Z, solution.x, lp=trial.lp, basis=solution.basis,
+                              start_margins=starts)
+        assert started == expected
+        for model, reference in zip(models, alone):
+            assert model.objective_ == pytest.approx(reference.objective_, rel=1e-9)
 
 
 def test_start_margins_must_match_the_models(knapsack):

@@ -16,7 +16,8 @@ either warm start is used (from `policy.KERNEL_MIN_VARS` unknowns on: kernel fea
 solved cold).
 Given the margins of a related problem's optimum on the same rows at a constant (a
 neighbouring kernel cell), the working set starts from those instead, at any size: below the
-kernel size too (polynomial degree 1: 50-80 unknowns), where paths without them are solved cold.
+kernel size too (polynomial degree 1: 50-80 unknowns), where paths without them are solved cold;
+margins without a margin row (a closed-form optimum) are not used.
 Without such margins, constants further apart than `policy.PATH_MAX_RATIO` get intermediate
 constants between them, solved only as warm starts for the next.
 Each result is exact either way: the active-set method stops only when no row contradicts
@@ -30,7 +31,7 @@ import numpy as np
 from .box_active_set import GuessRecord
 from .hinge_rows import HingeRowOperator
 from .hinge_working_set import polish_uncertified, solve_working_set
-from .margin_active_set import MarginSystems, active_set_from_guess
+from .margin_active_set import CHURN_AFTER_STEPS, MarginSystems, active_set_from_guess
 from .margin_polish import POLISH_BELOW_LAM, POLISH_WARM_START_BELOW
 from .policy import PATH_MAX_RATIO, adaptive_working_set, path_warm_start
 
@@ -41,6 +42,12 @@ from .policy import PATH_MAX_RATIO, adaptive_working_set, path_warm_start
 PATH_GUESS_CHURN = 0.1
 #: Rows of the previous optimum within this of the margin are guessed margin rows.
 MARGIN_GUESS = 1e-6
+#: On a path started from a neighbouring cell's margins the active-set guess checks its churn
+#: from this step on (elsewhere from `margin_active_set.CHURN_AFTER_STEPS`, 5): a failing guess
+#: is dropped two steps earlier, since the working set from those margins is a good second
+#: route there. Figure-4 RBF grids 6-7 % faster; on refits, which have no such margins, the
+#: earlier check had cost more than it saved (docs/benchmarks.md, session 43).
+NEIGHBOUR_CHURN_AFTER_STEPS = 3
 
 
 def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, band: float = 1e-2,
@@ -65,6 +72,7 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
     # Without a related problem's margins the path also solves intermediate constants (warm
     # starts only): smaller steps change the working sets less (RBF kernel grids about 1.5x faster).
     finer = start_margins is None and path_warm_start(rows.n_vars, rows.n_rows)
+    churn_after = CHURN_AFTER_STEPS if start_margins is None else NEIGHBOUR_CHURN_AFTER_STEPS
     for i, lam in path_constants(lams, PATH_MAX_RATIO if finer else None):
         # The previous optimum's margins, once: for the active-set guess and the working set's start.
         u = rows.margins(previous) if previous is not None and path_warm_start(rows.n_vars, rows.n_rows) else None
@@ -73,7 +81,7 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
             multipliers: dict = {}
             w, steps = active_set_from_guess(rows, lam, weight, margin, (u < 1.0) & ~margin, tol,
                                              churn_limit=PATH_GUESS_CHURN, margin_systems=margin_systems,
-                                             multipliers=multipliers)
+                                             multipliers=multipliers, churn_after=churn_after)
             if w is not None:
                 w = polish_uncertified(rows, lam, weight, w, multipliers.get("alpha"), _polish_below(i),
                                        margin_systems if adaptive_working_set(rows.n_vars) else None)
@@ -87,6 +95,12 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
         # margin rows) the smoothed Newton start is the better guess.
         warm = u is not None and bool(np.any(np.abs(u - 1.0) <= MARGIN_GUESS))
         start = None if start_margins is None else start_margins[i]
+        if start is not None and not np.any(np.abs(start - 1.0) <= MARGIN_GUESS):
+            # The same holds for a neighbouring cell's margins: from its closed-form optimum
+            # (every row violated) the working set started with every row in the wide band below
+            # the margin, 1,900-2,400 of 3,750 rows (figure 4's RBF cells at gamma 1-2, large lam:
+            # 0.9-1.8 s each); without that start the path's own (or a cold) start is smaller.
+            start = None
         w, info = solve_working_set(rows, lam, weight, None, tol, previous if warm else None, band, linear_below,
                                     max_rounds, guesses, start, polish_below=_polish_below(i))
         if i is not None:

@@ -59,12 +59,13 @@ class MarginSystems:
 
 def active_set_from_guess(rows: HingeRowOperator, lam: float, weight: float, margin: np.ndarray,
                           violated: np.ndarray, tol: float, max_steps: int = 25, churn_limit: float = 1.0,
-                          margin_systems: MarginSystems | None = None, multipliers: dict | None = None):
+                          margin_systems: MarginSystems | None = None, multipliers: dict | None = None,
+                          churn_after: int = CHURN_AFTER_STEPS):
     """`active_set_finish` from a given guess of the margin rows and the violated rows (boolean
     masks over the rows; the rest are guessed satisfied): (w, steps), w None when it gives up.
 
     A regularization path starts each constant from the sets of the previous one's optimum.
-    From step CHURN_AFTER_STEPS on it gives up when more than `churn_limit` of the rows change
+    From step `churn_after` on it gives up when more than `churn_limit` of the rows change
     sets in one step (the guesses oscillate instead of settling). On kernel-sized problems its
     systems are solved by `margin_systems` (a new one when None; a path passes its own along).
     multipliers: when given, a successful guess stores the multipliers of every row there
@@ -129,7 +130,7 @@ def active_set_from_guess(rows: HingeRowOperator, lam: float, weight: float, mar
                 multipliers["alpha"][index] = alpha
             return w, step
         changes = int(to_satisfied.sum() + to_violated.sum() + to_margin.sum())
-        if step >= CHURN_AFTER_STEPS and changes > churn_limit * rows.n_rows:
+        if step >= churn_after and changes > churn_limit * rows.n_rows:
             return None, step
         margin = (margin & ~to_satisfied & ~to_violated) | to_margin
         violated = (violated & ~to_margin) | to_violated

@@ -45,8 +45,9 @@ MARGIN_GUESS = 1e-6
 #: On a path started from a neighbouring cell's margins the active-set guess checks its churn
 #: from this step on (elsewhere from `margin_active_set.CHURN_AFTER_STEPS`, 5): a failing guess
 #: is dropped two steps earlier, since the working set from those margins is a good second
-#: route there. Figure-4 RBF grids 6-7 % faster; on refits, which have no such margins, the
-#: earlier check had cost more than it saved (docs/benchmarks.md, session 43).
+#: route there. With the closed-form rule below, figure 4's RBF tunings 3-5 % faster (figure 7's
+#: smaller shortest-path ones about as much slower); on refits, which have no such margins, the
+#: earlier check had cost more than it saved (docs/benchmarks.md, sessions 42-43).
 NEIGHBOUR_CHURN_AFTER_STEPS = 3
 
 

@@ -265,6 +265,28 @@ def box_qp_active_set(Q: np.ndarray, c: np.ndarray, upper: float, status: np.nda
     return None, max_steps
 
 
+def solve_on_guessed_sets(Q: np.ndarray, c: np.ndarray, upper: float,
+                          status: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(a, Q a + c) at the optimum of the box QP over the rows guessed free (status 0), every
+    other row fixed at its guessed bound (-1 lower, +1 upper), or None when that small box QP
+    stalls. When the guessed bound rows are right and the free guess holds every free row of
+    the optimum (it may hold more), this is the optimum: the caller certifies it by its gap.
+    Unlike the active-set method, a free guess with extra rows cannot throw them out of the box
+    (a nearly singular free block did that to an interior-point iterate's guess: 62 rows
+    guessed free of 1,399, 17 free at the optimum)."""
+    free = np.flatnonzero(status == 0)
+    a = np.where(status > 0, upper, 0.0)
+    gradient = Q @ a + c
+    if free.size:
+        try:
+            a_free = box_qp(Q[np.ix_(free, free)], gradient[free], upper)
+        except BoxQPStalled:
+            return None
+        a[free] = a_free
+        gradient += Q[:, free] @ a_free
+    return a, gradient
+
+
 def _settle_cycling_rows(Q: np.ndarray, c: np.ndarray, upper: float, blocks, block: FreeBlock | None,
                          lower: np.ndarray, at_upper: np.ndarray, cycling: np.ndarray):
     """(lower, at_upper, block) with the sets of the rows C = `cycling` taken from the exact

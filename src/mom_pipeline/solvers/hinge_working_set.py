@@ -34,14 +34,14 @@ import scipy.sparse as sp
 
 from .clarabel_qp import ball_block, solve_clarabel
 from .hinge_rows import HingeRowOperator
-from .box_active_set import GuessRecord, box_qp_active_set
+from .box_active_set import GuessRecord, box_qp_active_set, solve_on_guessed_sets
 from .hinge_newton import smoothed_hinge_start
-from .interior_point import BoxQPStalled, HingeIPMStalled, box_qp, hinge_qp_ipm
+from .interior_point import BoxQPStalled, HingeIPMStalled, box_gap_of_gradient, box_qp, hinge_qp_ipm
 from .margin_active_set import MarginSystems, active_set_finish, primal_point
 from .margin_polish import (POLISH_BELOW_LAM, margin_multipliers, polish_margin_rows, restricted_gap,
                             restricted_objective)
-from .policy import (BOX_DUAL_GAP, BOX_DUAL_REL_GAP, KERNEL_LINEAR_BELOW, WORKING_SET_LEAVES, adaptive_working_set,
-                     restricted_qp_method)
+from .policy import (BOX_CROSSOVER_MIN_ROWS, BOX_DUAL_GAP, BOX_DUAL_REL_GAP, KERNEL_LINEAR_BELOW, WORKING_SET_LEAVES,
+                     adaptive_working_set, restricted_qp_method)
 
 #: Clarabel's tolerances on a restricted QP. Its defaults (1e-8) hold in its equilibrated problem;
 #: at tiny scaled lam (7e-15: RBF kernel MOM, gamma 3, lam 1e-6) a restricted optimum "Solved"
@@ -156,9 +156,21 @@ def _box_dual(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, l
     if gram is None:
         gram, shift = rows.gram(index), rows.margins_of(index, gradient)
     Q, c = gram / lam, shift / lam - 1.0
+    offset = _dual_offset(gradient, lam, weight, n_linear)
+
+    def crossover(status: np.ndarray) -> np.ndarray | None:
+        # The box QP over the rows the iterate guesses free, accepted by the interior-point
+        # method's own stop (its gap below BOX_DUAL_GAP or BOX_DUAL_REL_GAP of the objective).
+        found = solve_on_guessed_sets(Q, c, weight, status)
+        if found is None:
+            return None
+        a, g = found
+        scale = 0.5 * a @ (g + c) + offset
+        return a if _gap_accepted(box_gap_of_gradient(g, weight, a), scale) else None
+
     try:
-        alpha = box_qp(Q, c, weight, gap_tol=BOX_DUAL_GAP, gap_rel=BOX_DUAL_REL_GAP,
-                       offset=_dual_offset(gradient, lam, weight, n_linear))
+        alpha = box_qp(Q, c, weight, gap_tol=BOX_DUAL_GAP, gap_rel=BOX_DUAL_REL_GAP, offset=offset,
+                       crossover=crossover if c.size >= BOX_CROSSOVER_MIN_ROWS else None)
         return primal_point(rows, index, gradient, lam, alpha), alpha
     except BoxQPStalled as stalled:
         # Round-off stopped the interior-point method near the optimum (a multiplier on

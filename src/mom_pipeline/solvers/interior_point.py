@@ -5,6 +5,8 @@ p x p Newton systems, stopped by a duality-gap certificate)."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from .dense_cholesky import cho_factor_gram, cho_factor_symmetric, cho_solve_factor, qr_factor_gram
@@ -64,10 +66,16 @@ class BoxQPStalled(RuntimeError):
 #: `box_qp` ends (as at a breakdown: its fallback point, or `BoxQPStalled`) when its duality gap
 #: has not halved its best value for this many iterations.
 STALL_ITERATIONS = 6
+#: `box_qp`'s crossover: tried once the mean complementarity is below CROSSOVER_MU times the bound
+#: and at most CROSSOVER_FREE of the rows look free, on at most CROSSOVER_TRIES iterations.
+CROSSOVER_MU = 1e-2
+CROSSOVER_FREE = 0.25
+CROSSOVER_TRIES = 3
 
 
 def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_iter: int = 200,
-           gap_tol: float | None = None, gap_rel: float = 0.0, offset: float = 0.0) -> np.ndarray:
+           gap_tol: float | None = None, gap_rel: float = 0.0, offset: float = 0.0,
+           crossover: Callable[[np.ndarray], np.ndarray | None] | None = None) -> np.ndarray:
     """argmin 0.5 a'Qa + c'a s.t. 0 <= a <= upper (Q positive semidefinite, k x k).
 
     Mehrotra's predictor-corrector interior-point method; each iteration factors
@@ -82,6 +90,12 @@ def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_it
     A gap that stalls above these stops (a round-off floor: STALL_ITERATIONS) ends the
     iterations as a breakdown does: with the last point converged in its residuals, else
     `BoxQPStalled` with the last iterate.
+
+    crossover: called with the iterate's guess of the active sets (-1 lower, +1 upper, 0 free:
+    the larger of each row's bound gap and multiplier decides) once the iterations are close
+    (`CROSSOVER_MU`, `CROSSOVER_FREE`); it returns the exact optimum, certified by the caller,
+    or None, and the iterations go on. MOM's large working sets end with a few free rows among
+    hundreds or thousands at a bound: their sets are clear iterations before the stop.
     """
     k = c.size
     a = np.full(k, 0.5 * upper)
@@ -89,6 +103,7 @@ def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_it
     z_up = np.ones(k)
     fallback = None
     first_gap, best_gap, since_best = None, np.inf, 0
+    crossovers = 0
     for _ in range(max_iter):
         gap_up = upper - a
         gradient = Q @ a + c
@@ -101,6 +116,13 @@ def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_it
         largest = np.abs(residual).max()
         if (largest <= tol and mu <= tol * upper) or (largest <= 1e3 * tol and mu <= 1e-6 * tol * upper):
             return a  # converged, or at the round-off floor of a badly scaled Q (kernels, tiny lam)
+        if crossover is not None and crossovers < CROSSOVER_TRIES and mu <= CROSSOVER_MU * upper:
+            status = np.where(a < upper * z_low, -1, np.where(gap_up < upper * z_up, 1, 0))
+            if np.count_nonzero(status == 0) <= CROSSOVER_FREE * k:
+                crossovers += 1
+                found = crossover(status)
+                if found is not None:
+                    return found
         if gap_tol is not None:
             gap = box_gap_of_gradient(gradient, upper, a)
             if gap <= max(gap_tol, gap_rel * abs(0.5 * a @ (gradient + c) + offset)):
@@ -121,8 +143,10 @@ def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_it
             fallback = a
         if not (np.isfinite(a).all() and gap_up.min() > 0 and a.min() > 0):
             break  # round-off pushed an iterate onto the bounds: give up, Clarabel takes over
-        inv_a, inv_up = 1.0 / a, 1.0 / gap_up
+        # A bound gap of 1e-310 (a free row of a crossover's small box QP that ends on a bound)
+        # overflows its reciprocal: the barrier is then not finite and the iterations end below.
         with np.errstate(invalid="ignore", over="ignore"):
+            inv_a, inv_up = 1.0 / a, 1.0 / gap_up
             barrier = z_low * inv_a + z_up * inv_up
         if not np.isfinite(barrier).all():
             break

@@ -85,6 +85,10 @@ KERNEL_LINEAR_BELOW = 0.2
 # samples, RBF gamma 5) held 2,750-2,850 rows, 40-110 of them free, 3 s each. Refits of figure 4's
 # chosen RBF cells 1.15-1.5x faster (e.g. 25.1 -> 17.8 s); the tuning grids within noise.
 WORKING_SET_LEAVES = 16
+# Box-QP duals of this many rows or more try a crossover from the interior-point iterate's sets
+# (`interior_point.box_qp`, `box_active_set.solve_on_guessed_sets`): figure 4's RBF tunings 1.13x
+# faster, polynomial 1.03x, figure 7's 1.04x (docs/benchmarks.md, session 43).
+BOX_CROSSOVER_MIN_ROWS = 50
 # Box-QP dual: stopped when its duality gap (= the restricted hinge QP's) is below this.
 BOX_DUAL_GAP = 1e-10
 # ... or below this times the MOM objective (the restricted QP's dual value plus the linear rows'

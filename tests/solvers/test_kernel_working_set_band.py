@@ -6,20 +6,15 @@ import numpy as np
 import pytest
 
 import mom_pipeline.solvers.hinge_working_set as hinge_working_set
-from mom_pipeline.methods.kernels import KernelMOM
 from mom_pipeline.methods.mom import mom_objective, solve_hinge_qp, solve_hinge_qp_cvxpy
-from mom_pipeline.methods.mom_problem import MOMHingeRows, operators_of_bases
-from mom_pipeline.problems import generate_knapsack
+from mom_pipeline.methods.mom_problem import MOMHingeRows
+from kernel_problems import rbf_kernel_problem
 from mom_pipeline.solvers.policy import KERNEL_LINEAR_BELOW, adaptive_working_set
 
 
 @pytest.fixture(scope="module")
 def rbf_problem():
-    trial = generate_knapsack(50, 0, degree=1, feature_low=-1.0, seed=21)
-    solution = trial.lp.solve(trial.train.C)
-    model = KernelMOM(kernel="rbf", gamma=1.0).fit(trial.train.Z, solution.x, lp=trial.lp, basis=solution.basis)
-    features = model.transform(trial.train.Z) @ model.row_space_
-    return operators_of_bases(trial.lp.A, solution.basis), features
+    return rbf_kernel_problem(50, degree=1, seed=21, gamma=1.0)
 
 
 def _first_round(monkeypatch) -> list:

@@ -6,11 +6,9 @@ import numpy as np
 import pytest
 
 import mom_pipeline.solvers.hinge_working_set as hinge_working_set
-from mom_pipeline.methods.kernels import KernelMOM
 from mom_pipeline.methods.mom import mom_objective, solve_hinge_qp_cvxpy
-from mom_pipeline.methods.mom_problem import operators_of_bases
 from mom_pipeline.methods.mom_solve import solve_mom_path
-from mom_pipeline.problems import generate_knapsack
+from kernel_problems import rbf_kernel_problem
 from mom_pipeline.solvers.policy import adaptive_working_set
 
 LAMS = [float(v) for v in np.logspace(2, -6, 9)]
@@ -19,12 +17,7 @@ LAMS = [float(v) for v in np.logspace(2, -6, 9)]
 @pytest.fixture(scope="module")
 def wide_rbf_problem():
     """A wide RBF kernel (gamma 5, the figures' unsquared norm), where rows leave and come back."""
-    trial = generate_knapsack(50, 0, degree=1, feature_low=-1.0, seed=21)
-    solution = trial.lp.solve(trial.train.C)
-    model = KernelMOM(kernel="rbf", rbf_norm="unsquared", gamma=5.0).fit(trial.train.Z, solution.x, lp=trial.lp,
-                                                                       basis=solution.basis)
-    features = model.transform(trial.train.Z) @ model.row_space_
-    return operators_of_bases(trial.lp.A, solution.basis), features
+    return rbf_kernel_problem(50, degree=1, seed=21, gamma=5.0, rbf_norm="unsquared")
 
 
 def test_rows_leave_again_and_the_path_ends_at_the_optima(wide_rbf_problem, monkeypatch):

@@ -40,8 +40,8 @@ from .interior_point import BoxQPStalled, HingeIPMStalled, box_gap_of_gradient, 
 from .margin_active_set import MarginSystems, active_set_finish, primal_point
 from .margin_polish import (POLISH_BELOW_LAM, margin_multipliers, polish_margin_rows, restricted_gap,
                             restricted_objective)
-from .policy import (BOX_CROSSOVER_MIN_ROWS, BOX_DUAL_GAP, BOX_DUAL_REL_GAP, KERNEL_LINEAR_BELOW, WORKING_SET_LEAVES,
-                     adaptive_working_set, restricted_qp_method)
+from .policy import (BOX_CROSSOVER_MIN_ROWS, BOX_DUAL_GAP, BOX_DUAL_REL_GAP, KERNEL_LINEAR_BELOW, WORKING_SET_JOIN_MIN,
+                     WORKING_SET_JOIN_ROUNDS, WORKING_SET_LEAVES, adaptive_working_set, restricted_qp_method)
 
 #: Clarabel's tolerances on a restricted QP. Its defaults (1e-8) hold in its equilibrated problem;
 #: at tiny scaled lam (7e-15: RBF kernel MOM, gamma 3, lam 1e-6) a restricted optimum "Solved"
@@ -306,6 +306,7 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
     linear = u_start < 1.0 - linear_below
     solves = 0
     leaves = np.zeros(rows.n_rows, dtype=np.int32)  # how often each row has left the working set
+    held_back = 0  # broken rows kept out of a round by the join cap, summed over the rounds
     # The active sets of the previous round's optimum, a guess for the next round's; in the first
     # round, those of a given warm start (the previous lam's optimum on a regularization path).
     status = active_set_guess(u_start, working, None, weight) if adaptive and radius is None and warm else None
@@ -341,6 +342,13 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
         working &= ~far
         linear |= far & (u < 1.0)
         leaves += far
+        if adaptive and round_ <= WORKING_SET_JOIN_ROUNDS:
+            # At most as many broken rows join as the working set holds (WORKING_SET_JOIN_MIN at
+            # least), the furthest from the margin first: after a jump of the restricted optimum
+            # the whole crowd of broken rows made box QPs of thousands of rows, most of which
+            # left again in the round after (`policy.WORKING_SET_JOIN_MIN`).
+            broken, held = _furthest_broken(broken, u, max(int(working.sum()), WORKING_SET_JOIN_MIN))
+            held_back += held
         # Rows near the margin join too: the next restricted optimum is likely to move them.
         joining = broken | (~working & (np.abs(u - 1.0) <= band))
         working |= joining
@@ -349,7 +357,7 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
         raise RuntimeError(f"MOM working-set method did not terminate in {max_rounds} rounds")
     info = dict(rounds=round_, working_set=int(working.sum()), linear_rows=int(linear.sum()),
                 restricted_solves=int(solves), newton_steps=int(newton_steps), rows=int(rows.n_rows),
-                dropped_rows=int((leaves > 0).sum()), most_leaves=int(leaves.max(initial=0)))
+                dropped_rows=int((leaves > 0).sum()), most_leaves=int(leaves.max(initial=0)), held_back=held_back)
     if radius is not None:
         return w, info
     if alpha is not None:  # the multipliers of every row: weight on the linear ones, 0 off the sets
@@ -377,6 +385,18 @@ def polish_uncertified(rows: HingeRowOperator, lam: float, weight: float, w: np.
     if margin_systems is not None:
         return polish_margin_rows(rows, lam, weight, w, solve=margin_systems.solve)
     return polish_margin_rows_below(rows, lam, weight, w, below)
+
+
+def _furthest_broken(broken: np.ndarray, u: np.ndarray, limit: int) -> tuple[np.ndarray, int]:
+    """(the broken rows that join, how many are held back): all of them when at most `limit`,
+    else the `limit` with margins u furthest from 1."""
+    count = int(broken.sum())
+    if count <= limit:
+        return broken, 0
+    index = np.flatnonzero(broken)
+    joining = np.zeros_like(broken)
+    joining[index[np.argpartition(-np.abs(u[index] - 1.0), limit - 1)[:limit]]] = True
+    return joining, count - limit
 
 
 def _breaks_assumption(u: np.ndarray, working: np.ndarray, linear: np.ndarray, tol: float) -> np.ndarray:

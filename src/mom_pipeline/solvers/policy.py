@@ -85,6 +85,17 @@ KERNEL_LINEAR_BELOW = 0.2
 # samples, RBF gamma 5) held 2,750-2,850 rows, 40-110 of them free, 3 s each. Refits of figure 4's
 # chosen RBF cells 1.15-1.5x faster (e.g. 25.1 -> 17.8 s); the tuning grids within noise.
 WORKING_SET_LEAVES = 16
+# Kernel-sized working sets: at most this many broken rows join per round (or as many as the
+# working set holds, when more), the furthest from the margin first; the others keep their wrong
+# assumption until a later round (the rounds end only when no row breaks one, so the optimum is
+# the same). A restricted optimum of a few hundred rows had broken 1,500 more, and the next round's
+# box QP of 2,158 rows took 1.7 s of an RBF cell's 1.9 s. Side by side, one core each: figure 4's
+# RBF tunings 1.14x faster (8 trials), polynomial 1.13x (6), figure 7's 1.10x (5); a cap at half
+# or twice the working set gained 1.12x / 1.10x (docs/benchmarks.md, session 44).
+WORKING_SET_JOIN_MIN = 100
+# ... and the cap holds for this many rounds of a working set; later rounds take every broken row,
+# so a constant can never run out of rounds (`max_rounds`) for joining too slowly.
+WORKING_SET_JOIN_ROUNDS = 30
 # Box-QP duals of this many rows or more try a crossover from the interior-point iterate's sets
 # (`interior_point.box_qp`, `box_active_set.solve_on_guessed_sets`): figure 4's RBF tunings 1.13x
 # faster, polynomial 1.03x, figure 7's 1.04x (docs/benchmarks.md, session 43).

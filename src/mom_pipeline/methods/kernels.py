@@ -56,8 +56,6 @@ def _unsquared_rbf(x, y, gamma: float = 1.0) -> float:
 #: An RBF cell starts its path's working sets from the previous gamma's margins when its gamma
 #: is at most this multiple of that gamma (see `KernelMOM.fit_many`).
 RBF_NEIGHBOUR_GAMMA_RATIO = 2.0
-#: The largest ratio between the lam values an RBF refit goes through (`KernelMOM.refit_path_ratio`).
-RBF_REFIT_PATH_RATIO = 10 ** 0.25
 
 
 def kernel_matrix(X, Y, kernel: str = "poly", degree: int = 2, gamma: float = 1.0,
@@ -159,6 +157,10 @@ class KernelMOM(CostModel):
     needs_costs = False
     # A tuning grid's chosen cell is refitted along the grid's lam path (`tuning._refit`):
     # fit_many warm-starts each lam from the previous one, where a cold fit is many times slower.
+    # The path inserts its own intermediate lam values 10^0.5 apart (`policy.PATH_MAX_RATIO`).
+    # RBF refits once asked for steps of 10^0.25 (eight trials' refits 33.2 -> 26.9 s); since the
+    # working sets cap the broken rows that join a round, the coarser steps are faster: six refits
+    # 21.5 -> 19.0 s, eight whole RBF tunings 1.05x (docs/benchmarks.md, session 44).
     refit_path = "lam"
 
     kernel: str = "poly"
@@ -173,18 +175,6 @@ class KernelMOM(CostModel):
     feature_map: str = "landmarks"
     radius: float | None = None
     normalize: bool = True
-
-    @property
-    def refit_path_ratio(self) -> float | None:
-        """RBF refits go through intermediate lam values (warm starts only) at most this ratio apart
-        (`tuning._refit`). On the 500 samples of figure 4's refits the path's own steps
-        (`policy.PATH_MAX_RATIO`, 10^0.5, which the tuning grids' cells without a neighbour use) left
-        working sets far from each next optimum: chosen RBF cells (side by side, one core each)
-        17.7 -> 2.9 s (gamma 5, lam 1e-3), 7.3 -> 4.6 s (gamma 5, lam 0.1), 7.6 -> 2.9 s (gamma 3,
-        lam 1e-6); eight trials' refits 33.2 -> 26.9 s. On the 375-sample grids the same steps were
-        6 % slower. Polynomial refits gained nothing (degree 3: 2.19 -> 2.11 s, degree 2: 1.45 ->
-        1.64 s), and degree-1 cells, too small for warm starts, solve each value cold (0.32 -> 1.21 s)."""
-        return RBF_REFIT_PATH_RATIO if self.kernel == "rbf" else None
 
     def _features(self) -> KernelFeatures:
         return KernelFeatures(kernel=self.kernel, degree=self.degree, gamma=self.gamma, n_components=self.n_components,

@@ -19,7 +19,6 @@ from sklearn.model_selection import ParameterGrid
 
 from ..lp import StandardFormLP
 from ..metrics import mean_skipping_nan, sample_metric_columns
-from ..solvers.hinge_path import path_constants
 from .base import CostModel, check_features
 
 log = logging.getLogger(__name__)
@@ -106,9 +105,8 @@ def _refit(make_model: Callable[..., CostModel], best_params: dict, grid: dict[s
     largest down to the chosen one, each solve started from the previous optimum. The result is
     the same optimum as a cold fit (each point of the path is solved exactly), found in a
     fraction of the time: a cold kernel MOM fit at lam = 1e-4..1e-6 on 500 knapsack samples took
-    260-330 s, 8-9 working-set rounds of 3,400-4,400 rows (docs/benchmarks.md). An estimator may
-    ask for intermediate values (warm starts only) no more than ``refit_path_ratio`` apart. When
-    the path fit raises, the cell is fitted alone, as before."""
+    260-330 s, 8-9 working-set rounds of 3,400-4,400 rows (docs/benchmarks.md). When the path
+    fit raises, the cell is fitted alone, as before."""
     model = make_model(**best_params)
     name = getattr(type(model), "refit_path", None)
     if name is None or name not in best_params or not hasattr(type(model), "fit_many"):
@@ -117,9 +115,6 @@ def _refit(make_model: Callable[..., CostModel], best_params: dict, grid: dict[s
     path = sorted({value for value in grid.get(name, []) if value > chosen}, reverse=True)
     if not path:
         return _fit(model, Z, X_star, lp, basis, C)
-    ratio = getattr(model, "refit_path_ratio", None)
-    if ratio is not None:  # the grid's values with intermediate ones, as a regularization path inserts its own
-        path = [lam for _, lam in path_constants(np.array(path + [chosen]), ratio)][:-1]
     models = [make_model(**{**best_params, name: value}) for value in path] + [model]
     try:
         type(model).fit_many(models, Z, X_star, lp=lp, basis=basis, C=C if model.needs_costs else None)

@@ -32,6 +32,7 @@ import numpy as np
 
 from .dense_cholesky import cho_factor_symmetric, cho_solve_factor
 from .interior_point import longest_step
+from .triangular import upper_triangular_inverse
 
 # Newton steps factor the blocks in chunks of about this many bytes of temporaries.
 CHUNK_BYTES = 2**27
@@ -185,7 +186,7 @@ def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int |
             G = np.swapaxes(F, 1, 2) @ F
             outer = (Z[part, :, None] * Z[part, None, :]).reshape(-1, d * d)
             schur += G.reshape(-1, n * n).T @ outer
-            R_inverse[part] = np.linalg.inv(R[:, :q])
+            R_inverse[part] = upper_triangular_inverse(R[:, :q])
         return schur
 
     schur = _sum_in_order(_map_on(rows.pool, factor_lane, range(min(lanes, len(starts)))))

@@ -115,15 +115,14 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
         lam = float(lams[index])
         started = time.perf_counter()
         try:
-            W, U, info = block_hinge_qp(M, rows_on_u, Z / sigma, lam / sigma**2, 1.0 / T, start=start,
-                                        threads=threads)
-        except RuntimeError as error:
+            W, U, info = _block_solve(M, rows_on_u, Z / sigma, lam / sigma**2, 1.0 / T, start, threads)
+        except _BlockStalled as failure:
             # Free reduced costs that no row bounds from above (a direction of u along which
             # every margin grows) make the barrier problem unbounded and the block method
             # diverge; the conic solver's homogeneous embedding does not mind: the same
             # problem, solved whole.
             Theta, y, info = solve_dual_formulation_clarabel(A, basis, X, Z, lam)
-            info["block_ipm_failure"] = str(error)
+            info["block_ipm_failure"] = str(failure)
             solutions[index], start = (Theta, y, info), None
             continue
         start = (W, U)
@@ -136,6 +135,27 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
         Theta = W / sigma if subspace is None else subspace @ (W / sigma)
         solutions[index] = (Theta, _duals(A, basis, Z, Theta, r_basic), info)
     return solutions
+
+
+class _BlockStalled(RuntimeError):
+    """The block method stalled twice: from the start it was given, then cold with accurate solves."""
+
+
+def _block_solve(M, rows_on_u, Z, lam: float, weight: float, start, threads: int):
+    """`block_hinge_qp` from `start`; when it stalls, once more cold with accurate Newton solves
+    (`accurate=True`), which is how 7 stalls of 216 solves on small shortest paths (T = 100-150)
+    reach the optimum instead of Clarabel (several times slower). The first stall's message is
+    kept in info["block_ipm_retry"]."""
+    try:
+        return block_hinge_qp(M, rows_on_u, Z, lam, weight, start=start, threads=threads)
+    except RuntimeError as first:
+        try:
+            W, U, info = block_hinge_qp(M, rows_on_u, Z, lam, weight, threads=threads, accurate=True)
+        except RuntimeError as second:
+            raise _BlockStalled(f"{first}; cold with accurate solves: {second}") from second
+        logger.info("dual-formulation MOM: the block method stalled (%s); solved again cold with accurate "
+                    "Newton solves", first)
+        return W, U, {**info, "block_ipm_retry": str(first)}
 
 
 def _flows(A, X, multipliers, row_columns) -> dict:

@@ -49,8 +49,19 @@ LANE_BYTES = 2**26
 # correctors only below 0.5; benchmarks in docs/inverse_lp.md).
 CENTRALITY_CORRECTORS = 2
 CORRECTED_BELOW = 1.0
-# Iterative-refinement steps per Newton solve.
+# Iterative-refinement steps per Newton solve. With `accurate=True` (the retry after a stall),
+# more steps, up to ACCURATE_REFINEMENTS, while the Newton equation's residual stays above
+# ACCURATE_RESIDUAL times its right-hand side: on small shortest paths (T = 100-150) 7 of 216
+# solves of warm-started grids stalled at dual residuals of 1e-5..1e-2 with e spanning 36
+# decades, and with these refinements cold solves of all 7 reach the optimum. Always on, they
+# cost 35 % on the paper's shortest path at T = 1000 (docs/inverse_lp.md).
 REFINEMENTS = 1
+ACCURATE_REFINEMENTS = 8
+ACCURATE_RESIDUAL = 1e-14
+# A solve whose complementarity has met its stop but whose primal or dual residual has not
+# halved over STALL_STEPS Newton steps has stalled (the Newton system has lost the digits it
+# needs): it stops there instead of running to max_iter.
+STALL_STEPS = 8
 # The duality gap is measured relative to the objective, or to this when the objective is
 # smaller (objectives of 1e-4 at lam = 1e-6: relative to 1 the gap allowed 1e-6 errors there).
 GAP_FLOOR = 1e-6
@@ -222,7 +233,7 @@ def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int |
 def block_hinge_qp(M: np.ndarray, N: np.ndarray, Z: np.ndarray, lam: float, weight: float, tol: float = 1e-9,
                    gap_tol: float = 1e-9, breakdown_tol: float = 1e-6, breakdown_gap_tol: float = 1e-7, max_iter: int = 100,
                    start: tuple[np.ndarray, np.ndarray] | None = None, threads: int = 1,
-                   ) -> tuple[np.ndarray, np.ndarray, dict]:
+                   accurate: bool = False) -> tuple[np.ndarray, np.ndarray, dict]:
     """Solve the block hinge QP (module docstring).
 
     Args:
@@ -235,6 +246,8 @@ def block_hinge_qp(M: np.ndarray, N: np.ndarray, Z: np.ndarray, lam: float, weig
         start: None (a cold start) or (W, U) of a neighbouring problem (the previous lam of a
             path).
         threads: threads factoring the blocks of a Newton step (the result does not depend on it).
+        accurate: refine every Newton solve until its residual is ACCURATE_RESIDUAL of its
+            right-hand side (at most ACCURATE_REFINEMENTS steps): slower, for a retry after a stall.
     Returns:
         W (n, d), U (T, q) and an info dict (iterations, gap, the rows' multipliers). Raises
         RuntimeError when the iterations stall or the Newton system breaks down, naming the
@@ -244,10 +257,12 @@ def block_hinge_qp(M: np.ndarray, N: np.ndarray, Z: np.ndarray, lam: float, weig
         raise ValueError(f"threads must be a positive integer; got {threads!r}")
     with ThreadPoolExecutor(int(threads)) if threads > 1 else nullcontext() as pool:
         return _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown_gap_tol, max_iter, start,
-                               pool)
+                               pool, (ACCURATE_REFINEMENTS, ACCURATE_RESIDUAL) if accurate else (REFINEMENTS, np.inf))
 
 
-def _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown_gap_tol, max_iter, start, pool):
+def _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown_gap_tol, max_iter, start, pool,
+                    refinement):
+    most_refinements, refined = refinement
     rows = BlockHingeRows(M, N, Z, pool)
     T, R, n = M.shape[0], M.shape[1] + N.shape[2], M.shape[2]
     k = T * R
@@ -263,6 +278,7 @@ def _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown
         s = np.maximum(0.0, 1.0 - rows.margins(W, U)) + WARM_SHIFT
     t = rows.margins(W, U) + s - 1.0
     nu = weight - alpha
+    stalled = []  # the residuals of the steps since the complementarity met its stop
     for iteration in range(1, max_iter + 1):
         pull_W, pull_U = rows.transpose(alpha)
         r_W, r_U = lam * W - pull_W, -pull_U
@@ -272,10 +288,13 @@ def _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown
         objective = 0.5 * lam * np.sum(W * W) + weight * np.maximum(0.0, 1.0 - margins).sum()
         complementarity = float(np.sum(t * alpha) + np.sum(s * nu))
         dual_residual = max(np.abs(r_W).max(), np.abs(r_U).max()) / max(1.0, np.abs(pull_W).max())
-        if (dual_residual <= tol and np.abs(r_t).max() <= tol
-                and complementarity <= gap_tol * max(abs(objective), GAP_FLOOR)):
+        gap_met = complementarity <= gap_tol * max(abs(objective), GAP_FLOOR)
+        if dual_residual <= tol and np.abs(r_t).max() <= tol and gap_met:
             return W, U, dict(iterations=iteration - 1, complementarity=complementarity, objective=objective,
                               multipliers=alpha)
+        stalled = stalled + [max(dual_residual, np.abs(r_t).max())] if gap_met else []
+        if len(stalled) > STALL_STEPS and stalled[-1] > 0.5 * stalled[-1 - STALL_STEPS]:
+            break
         mu = complementarity / (2 * k)
         e = s / nu + t / alpha
         if not (np.isfinite(e).all() and e.min() > 0):
@@ -298,11 +317,15 @@ def _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown
             back_W, back_U = rows.transpose(rho / e)
             b_W, b_U = -r_W + back_W, -r_U + back_U
             d_W, d_U = solve(b_W, b_U)
-            for _ in range(REFINEMENTS):
+            scale = max(np.abs(b_W).max(), np.abs(b_U).max())
+            for refinement in range(most_refinements):
                 # Iterative refinement against the exact operator Lambda + H'D H: the
                 # factorization loses digits once e spans many decades near the optimum.
                 applied_W, applied_U = rows.transpose(rows.margins(d_W, d_U) / e)
-                fix_W, fix_U = solve(b_W - lam * d_W - applied_W, b_U - applied_U)
+                res_W, res_U = b_W - lam * d_W - applied_W, b_U - applied_U
+                if refinement >= 1 and max(np.abs(res_W).max(), np.abs(res_U).max()) <= refined * scale:
+                    break
+                fix_W, fix_U = solve(res_W, res_U)
                 d_W, d_U = d_W + fix_W, d_U + fix_U
             d_alpha = (rho - rows.margins(d_W, d_U)) / e
             d_nu = r_nu - d_alpha
@@ -310,31 +333,33 @@ def _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown
             return found, longest_step((alpha, d_alpha), (nu, d_nu), (t, found[4]), (s, found[5]))
 
         # Round-off can overflow a step at the very end (e below 1e-300 on some row): then
-        # the breakdown test below decides, as when the factorization fails.
-        try:
-            (_, _, d_alpha, d_nu, d_t, d_s), step = direction(-t * alpha, -s * nu)
-            mu_affine = (np.sum((t + step * d_t) * (alpha + step * d_alpha))
-                         + np.sum((s + step * d_s) * (nu + step * d_nu))) / (2 * k)
-            target = (mu_affine / mu) ** 3 * mu
-            rc_t, rc_s = target - t * alpha - d_t * d_alpha, target - s * nu - d_s * d_nu
-            found, step = direction(rc_t, rc_s)
-            for _ in range(CENTRALITY_CORRECTORS if step < CORRECTED_BELOW else 0):
-                # Gondzio's centrality corrector: aim at a longer step and pull the complementarity
-                # products that step would leave far from the target back into [0.1, 10] x target.
-                aim = min(1.0, 1.5 * step + 0.1)
-                d_alpha, d_nu, d_t, d_s = found[2:]
-                products_t = (t + aim * d_t) * (alpha + aim * d_alpha)
-                products_s = (s + aim * d_s) * (nu + aim * d_nu)
-                pull_t = np.clip(products_t, 0.1 * target, 10 * target) - products_t
-                pull_s = np.clip(products_s, 0.1 * target, 10 * target) - products_s
-                corrected, corrected_step = direction(rc_t + np.maximum(pull_t, -10 * target),
-                                                      rc_s + np.maximum(pull_s, -10 * target))
-                if corrected_step < step + 0.1 * (aim - step):
-                    break
-                found, step = corrected, corrected_step
-                rc_t, rc_s = rc_t + np.maximum(pull_t, -10 * target), rc_s + np.maximum(pull_s, -10 * target)
-        except (np.linalg.LinAlgError, ValueError):
-            break
+        # the breakdown test below decides, as when the factorization fails (numpy's warnings
+        # about it, here or in the correctors' products, would only be noise in a run's log).
+        with np.errstate(over="ignore", invalid="ignore"):
+            try:
+                (_, _, d_alpha, d_nu, d_t, d_s), step = direction(-t * alpha, -s * nu)
+                mu_affine = (np.sum((t + step * d_t) * (alpha + step * d_alpha))
+                             + np.sum((s + step * d_s) * (nu + step * d_nu))) / (2 * k)
+                target = (mu_affine / mu) ** 3 * mu
+                rc_t, rc_s = target - t * alpha - d_t * d_alpha, target - s * nu - d_s * d_nu
+                found, step = direction(rc_t, rc_s)
+                for _ in range(CENTRALITY_CORRECTORS if step < CORRECTED_BELOW else 0):
+                    # Gondzio's centrality corrector: aim at a longer step and pull the complementarity
+                    # products that step would leave far from the target back into [0.1, 10] x target.
+                    aim = min(1.0, 1.5 * step + 0.1)
+                    d_alpha, d_nu, d_t, d_s = found[2:]
+                    products_t = (t + aim * d_t) * (alpha + aim * d_alpha)
+                    products_s = (s + aim * d_s) * (nu + aim * d_nu)
+                    pull_t = np.clip(products_t, 0.1 * target, 10 * target) - products_t
+                    pull_s = np.clip(products_s, 0.1 * target, 10 * target) - products_s
+                    corrected, corrected_step = direction(rc_t + np.maximum(pull_t, -10 * target),
+                                                          rc_s + np.maximum(pull_s, -10 * target))
+                    if corrected_step < step + 0.1 * (aim - step):
+                        break
+                    found, step = corrected, corrected_step
+                    rc_t, rc_s = rc_t + np.maximum(pull_t, -10 * target), rc_s + np.maximum(pull_s, -10 * target)
+            except (np.linalg.LinAlgError, ValueError):
+                break
         if not (np.isfinite(step) and all(np.isfinite(part).all() for part in found)):
             break
         d_W, d_U, d_alpha, d_nu, d_t, d_s = found

@@ -138,24 +138,30 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
 
 
 class _BlockStalled(RuntimeError):
-    """The block method stalled twice: from the start it was given, then cold with accurate solves."""
+    """The block method stalled from the start it was given and again with accurate solves."""
 
 
 def _block_solve(M, rows_on_u, Z, lam: float, weight: float, start, threads: int):
-    """`block_hinge_qp` from `start`; when it stalls, once more cold with accurate Newton solves
-    (`accurate=True`), which is how 7 stalls of 216 solves on small shortest paths (T = 100-150)
-    reach the optimum instead of Clarabel (several times slower). The first stall's message is
-    kept in info["block_ipm_retry"]."""
+    """`block_hinge_qp` from `start`; when it stalls, again with accurate Newton solves
+    (`accurate=True`), cold and then from `start`. On grids of small shortest paths and
+    knapsacks (T = 60-750, 864 solves) 16 solves stalled and went to Clarabel, several times
+    slower; with the retries none did (docs/inverse_lp.md). The stalls' messages are kept in
+    info["block_ipm_retry"]."""
     try:
         return block_hinge_qp(M, rows_on_u, Z, lam, weight, start=start, threads=threads)
     except RuntimeError as first:
+        stalls = [str(first)]
+    retries = [("cold", None)] + ([("warm", start)] if start is not None else [])
+    for label, retry_start in retries:
         try:
-            W, U, info = block_hinge_qp(M, rows_on_u, Z, lam, weight, threads=threads, accurate=True)
-        except RuntimeError as second:
-            raise _BlockStalled(f"{first}; cold with accurate solves: {second}") from second
-        logger.info("dual-formulation MOM: the block method stalled (%s); solved again cold with accurate "
-                    "Newton solves", first)
-        return W, U, {**info, "block_ipm_retry": str(first)}
+            W, U, info = block_hinge_qp(M, rows_on_u, Z, lam, weight, start=retry_start, threads=threads, accurate=True)
+        except RuntimeError as stall:
+            stalls.append(f"{label} with accurate solves: {stall}")
+            continue
+        logger.info("dual-formulation MOM: the block method stalled (%s); solved again %s with accurate Newton "
+                    "solves", stalls[0], label)
+        return W, U, {**info, "block_ipm_retry": "; ".join(stalls)}
+    raise _BlockStalled("; ".join(stalls))
 
 
 def _flows(A, X, multipliers, row_columns) -> dict:

@@ -49,19 +49,23 @@ LANE_BYTES = 2**26
 # correctors only below 0.5; benchmarks in docs/inverse_lp.md).
 CENTRALITY_CORRECTORS = 2
 CORRECTED_BELOW = 1.0
-# Iterative-refinement steps per Newton solve. With `accurate=True` (the retry after a stall),
+# Iterative-refinement steps per Newton solve. With `accurate=True` (a retry after a stall),
 # more steps, up to ACCURATE_REFINEMENTS, while the Newton equation's residual stays above
-# ACCURATE_RESIDUAL times its right-hand side: on small shortest paths (T = 100-150) 7 of 216
-# solves of warm-started grids stalled at dual residuals of 1e-5..1e-2 with e spanning 36
-# decades, and with these refinements cold solves of all 7 reach the optimum. Always on, they
-# cost 35 % on the paper's shortest path at T = 1000 (docs/inverse_lp.md).
+# ACCURATE_RESIDUAL times its right-hand side: near the optimum e can span 36 decades, and
+# with one step 16 of 864 solves of warm-started grids on small problems (T = 60-150) stalled
+# at dual residuals of 1e-5..1e-2 (docs/inverse_lp.md). Refinement converges slowly there: 8
+# steps rescued 14 of them, 32 steps with a warm retry all. Conjugate gradients preconditioned
+# by the factorization rescued fewer. Always on, accurate solves cost 35 % on the paper's
+# shortest path at T = 1000.
 REFINEMENTS = 1
-ACCURATE_REFINEMENTS = 8
+ACCURATE_REFINEMENTS = 32
 ACCURATE_RESIDUAL = 1e-14
 # A solve whose complementarity has met its stop but whose primal or dual residual has not
 # halved over STALL_STEPS Newton steps has stalled (the Newton system has lost the digits it
-# needs): it stops there instead of running to max_iter, and the breakdown test decides, as it
-# would have after max_iter (the stalls measured had run on for 70-80 steps without progress).
+# needs; the stalls measured had run on for 70-80 steps without progress): it raises there
+# instead of running to max_iter. Unlike a Newton system that fails at the very end, a stall is
+# not accepted at the breakdown tolerances: one stopped at a dual residual of 1e-8 left the
+# flows' certificate 1e-7 off, and solved again it is exact.
 STALL_STEPS = 8
 # The duality gap is measured relative to the objective, or to this when the objective is
 # smaller (objectives of 1e-4 at lam = 1e-6: relative to 1 the gap allowed 1e-6 errors there).
@@ -295,7 +299,9 @@ def _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown
                               multipliers=alpha)
         stalled = stalled + [max(dual_residual, np.abs(r_t).max())] if gap_met else []
         if len(stalled) > STALL_STEPS and stalled[-1] > 0.5 * stalled[-1 - STALL_STEPS]:
-            break
+            raise RuntimeError(f"the block interior-point method stalled at iteration {iteration} (complementarity "
+                               f"{complementarity:.3g}, dual residual {dual_residual:.3g}: no progress in "
+                               f"{STALL_STEPS} steps)")
         mu = complementarity / (2 * k)
         e = s / nu + t / alpha
         if not (np.isfinite(e).all() and e.min() > 0):

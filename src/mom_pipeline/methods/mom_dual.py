@@ -116,6 +116,9 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
         started = time.perf_counter()
         try:
             W, U, info = _block_solve(M, rows_on_u, Z / sigma, lam / sigma**2, 1.0 / T, start, threads)
+            if "block_ipm_retry" in info:
+                logger.info("dual-formulation MOM, lambda %.3g: the block method's Newton solves lost accuracy near "
+                            "the optimum; solved again with accurate solves (%s)", lam, info["block_ipm_retry"])
         except _BlockStalled as failure:
             # Free reduced costs that no row bounds from above (a direction of u along which
             # every margin grows) make the barrier problem unbounded and the block method
@@ -158,9 +161,7 @@ def _block_solve(M, rows_on_u, Z, lam: float, weight: float, start, threads: int
         except RuntimeError as stall:
             stalls.append(f"{label} with accurate solves: {stall}")
             continue
-        logger.info("dual-formulation MOM: the block method stalled (%s); solved again %s with accurate Newton "
-                    "solves", stalls[0], label)
-        return W, U, {**info, "block_ipm_retry": "; ".join(stalls)}
+        return W, U, {**info, "block_ipm_retry": "; ".join(stalls + [f"solved {label} with accurate solves"])}
     raise _BlockStalled("; ".join(stalls))
 
 

@@ -20,7 +20,10 @@ Mehrotra's predictor-corrector on  H w + s - 1 = t >= 0 (multipliers alpha) and 
 (multipliers nu = weight - alpha), as `interior_point.hinge_qp_ipm`, with Gondzio's centrality
 correctors on short steps and iterative refinement of every Newton solve. It stops when the primal and
 dual residuals are below `tol` (relative) and the complementarity t'alpha + s'nu, which is then
-the duality gap, is below gap_tol * max(|objective|, GAP_FLOOR).
+the duality gap, is below gap_tol * max(|objective|, GAP_FLOOR). A solve whose residuals stop
+falling once the complementarity is there raises (STALL_STEPS); with `accurate=True` every
+Newton solve is refined until it is exact to round-off, which is how the caller retries it
+(`methods.mom_dual`).
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ CORRECTED_BELOW = 1.0
 # Iterative-refinement steps per Newton solve. With `accurate=True` (a retry after a stall),
 # more steps, up to ACCURATE_REFINEMENTS, while the Newton equation's residual stays above
 # ACCURATE_RESIDUAL times its right-hand side: near the optimum e can span 36 decades, and
-# with one step 16 of 864 solves of warm-started grids on small problems (T = 60-150) stalled
+# with one step 16 of 864 solves of warm-started grids on small problems (T = 60-400) stalled
 # at dual residuals of 1e-5..1e-2 (docs/inverse_lp.md). Refinement converges slowly there: 8
 # steps rescued 14 of them, 32 steps with a warm retry all. Conjugate gradients preconditioned
 # by the factorization rescued fewer. Always on, accurate solves cost 35 % on the paper's
@@ -266,8 +269,8 @@ def block_hinge_qp(M: np.ndarray, N: np.ndarray, Z: np.ndarray, lam: float, weig
 
 
 def _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown_gap_tol, max_iter, start, pool,
-                    refinement):
-    most_refinements, refined = refinement
+                    refinements):
+    most_refinements, refined = refinements
     rows = BlockHingeRows(M, N, Z, pool)
     T, R, n = M.shape[0], M.shape[1] + N.shape[2], M.shape[2]
     k = T * R
@@ -325,12 +328,12 @@ def _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown
             b_W, b_U = -r_W + back_W, -r_U + back_U
             d_W, d_U = solve(b_W, b_U)
             scale = max(np.abs(b_W).max(), np.abs(b_U).max())
-            for refinement in range(most_refinements):
+            for count in range(most_refinements):
                 # Iterative refinement against the exact operator Lambda + H'D H: the
                 # factorization loses digits once e spans many decades near the optimum.
                 applied_W, applied_U = rows.transpose(rows.margins(d_W, d_U) / e)
                 res_W, res_U = b_W - lam * d_W - applied_W, b_U - applied_U
-                if refinement >= 1 and max(np.abs(res_W).max(), np.abs(res_U).max()) <= refined * scale:
+                if count >= 1 and max(np.abs(res_W).max(), np.abs(res_U).max()) <= refined * scale:
                     break
                 fix_W, fix_U = solve(res_W, res_U)
                 d_W, d_U = d_W + fix_W, d_U + fix_U

@@ -58,8 +58,8 @@ CORRECTED_BELOW = 1.0
 # with one step 16 of 864 solves of warm-started grids on small problems (T = 60-400) stalled
 # at dual residuals of 1e-5..1e-2 (docs/inverse_lp.md). Refinement converges slowly there: 8
 # steps rescued 14 of them, 32 steps with a warm retry all. Conjugate gradients preconditioned
-# by the factorization rescued fewer. Always on, accurate solves cost 35 % on the paper's
-# shortest path at T = 1000.
+# by the factorization rescued fewer. Always on (at most 8 refinements), accurate solves cost
+# 35 % on the paper's shortest path at T = 1000.
 REFINEMENTS = 1
 ACCURATE_REFINEMENTS = 32
 ACCURATE_RESIDUAL = 1e-14

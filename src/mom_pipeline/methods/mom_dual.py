@@ -24,6 +24,11 @@ from .mom_problem import constraint_null_space, hinge_rows, operators_of_bases, 
 
 logger = logging.getLogger(__name__)
 
+#: Clarabel's tolerances on the whole problem. At its defaults (1e-8, in its equilibrated problem)
+#: the paper's shortest path at T = 100 and lambda = 1e-6 (objective 6.5e-4) stopped 1.5e-5
+#: relative above the optimum; at 1e-10, 3.6e-8, for 3-17 % more time (docs/inverse_lp.md).
+CLARABEL_TOL = 1e-10
+
 
 def threads_of(n_jobs: int | None) -> int:
     """Threads for n_jobs: None is 1, -1 every core this process may use (`joblib.cpu_count`,
@@ -254,7 +259,7 @@ def solve_dual_formulation_clarabel(A, basis, X, Z, lam: float,
     q = np.concatenate([np.zeros(p + Q), np.full(n_rows, 1.0 / T)])
     with one_blas_thread():
         x = solve_clarabel(P, q, sp.vstack(blocks, format="csr"), np.concatenate(b), cones,
-                            "dual-formulation MOM QP")
+                            "dual-formulation MOM QP", tol=CLARABEL_TOL)
     Theta = x[:p].reshape(n, d)
     # The duals: y_t = A_B^{-T} (c_B - r_B) with r_B = u on B - S and 0 on S.
     r_basic = np.zeros((T, m))

@@ -327,7 +327,8 @@ def _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown
             back_W, back_U = rows.transpose(rho / e)
             b_W, b_U = -r_W + back_W, -r_U + back_U
             d_W, d_U = solve(b_W, b_U)
-            scale = max(np.abs(b_W).max(), np.abs(b_U).max())
+            # The right-hand side's size, for the accurate solves' stop only (not on the hot path).
+            scale = max(np.abs(b_W).max(), np.abs(b_U).max()) if most_refinements > 1 else None
             for count in range(most_refinements):
                 # Iterative refinement against the exact operator Lambda + H'D H: the
                 # factorization loses digits once e spans many decades near the optimum.

@@ -96,3 +96,25 @@ def test_reduced_cost_operator_is_shared_and_read_only():
     other = basis.copy()
     other[0] = GridShortestPath().solve(np.random.default_rng(1).uniform(1, 2, (1, 40))).basis[0]
     assert reduced_cost_operator(A, other)[0] is not M1 or np.array_equal(other, basis)
+
+
+def test_reduced_cost_operator_cache_holds_a_bounded_number_of_bytes(monkeypatch):
+    """Operators above the cache's byte budget are built each time (equal, not shared), and the
+    cache drops its oldest entries to stay within the budget."""
+    import mom_pipeline.lp.bases as bases
+
+    A, _ = GridShortestPath().constraints()
+    rng = np.random.default_rng(2)
+    small, large = (GridShortestPath().solve(rng.uniform(1, 2, (T, 40))).basis for T in (10, 40))
+    monkeypatch.setattr(bases, "_OPERATOR_CACHE", type(bases._OPERATOR_CACHE)())
+    one_small = 10 * 16 * 40 * 8 + 10 * 16 * 8
+    monkeypatch.setattr(bases, "OPERATOR_CACHE_BYTES", 2 * one_small)
+    M1, _ = reduced_cost_operator(A, large)
+    M2, _ = reduced_cost_operator(A, large)
+    assert M1 is not M2 and np.array_equal(M1, M2) and not M2.flags.writeable and not bases._OPERATOR_CACHE
+    S1, _ = reduced_cost_operator(A, small)
+    assert reduced_cost_operator(A, small)[0] is S1
+    for shift in range(1, 4):  # three more small operators: only the newest two stay
+        reduced_cost_operator(A, np.roll(small, shift, axis=0))
+    assert len(bases._OPERATOR_CACHE) == 2 and bases._cached_bytes() <= bases.OPERATOR_CACHE_BYTES
+    assert reduced_cost_operator(A, small)[0] is not S1

@@ -117,6 +117,10 @@ def nonbasic_indices(basis: np.ndarray, n: int) -> np.ndarray:
 
 _OPERATOR_CACHE: "OrderedDict[bytes, tuple[np.ndarray, np.ndarray]]" = OrderedDict()
 _OPERATOR_CACHE_SIZE = 8
+# The cache holds at most this many bytes of operators, and none larger. Counted by entries
+# alone it kept up to 8 operators of T (n - m) n floats: on the 760-arc grid at T = 1,000 one
+# is 2.2 GB, and a 4-fold tuning and its final fit left about 9 GB in the cache.
+OPERATOR_CACHE_BYTES = 2**28
 
 
 def reduced_cost_operator(A, basis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -124,7 +128,8 @@ def reduced_cost_operator(A, basis: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
     Tuning fits many models on the same training samples; the operator of those samples is
     built once and shared (the key hashes the contents of A and the bases; the returned
-    arrays are read-only so that no caller can change a shared copy).
+    arrays are read-only so that no caller can change a shared copy). Operators above
+    OPERATOR_CACHE_BYTES are built each time: their build is a small part of their fit.
     """
     A = np.ascontiguousarray(A, dtype=float)
     basis = np.ascontiguousarray(basis, dtype=np.int64)
@@ -138,10 +143,16 @@ def reduced_cost_operator(A, basis: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     M, nonbasic = build_reduced_cost_operator(A, basis)
     M.flags.writeable = False
     nonbasic.flags.writeable = False
+    if M.nbytes + nonbasic.nbytes > OPERATOR_CACHE_BYTES:
+        return M, nonbasic
     _OPERATOR_CACHE[key] = (M, nonbasic)
-    if len(_OPERATOR_CACHE) > _OPERATOR_CACHE_SIZE:
+    while len(_OPERATOR_CACHE) > _OPERATOR_CACHE_SIZE or _cached_bytes() > OPERATOR_CACHE_BYTES:
         _OPERATOR_CACHE.popitem(last=False)
     return M, nonbasic
+
+
+def _cached_bytes() -> int:
+    return sum(M.nbytes + nonbasic.nbytes for M, nonbasic in _OPERATOR_CACHE.values())
 
 
 def build_reduced_cost_operator(A, basis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

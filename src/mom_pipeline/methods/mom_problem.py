@@ -20,6 +20,7 @@ import scipy.optimize
 import scipy.sparse as sp
 
 from ..lp import BasisError, reduced_cost_operator
+from ..lp.bases import build_reduced_cost_operator
 
 # x_j counts as positive (in the support) above this times max(1, |x|_inf).
 SUPPORT_TOL = 1e-9
@@ -156,16 +157,19 @@ def constraint_null_space(A) -> np.ndarray | None:
     return U if 0 < U.shape[1] < np.shape(A)[1] else None
 
 
-def operators_of_bases(A, basis: np.ndarray) -> np.ndarray:
+def operators_of_bases(A, basis: np.ndarray, cache: bool = True) -> np.ndarray:
     """reduced_cost_operator(A, basis)[0], (T, n - m, n), built once per distinct basis when
-    A is shared (samples with the same optimal solution share a basis: few distinct ones)."""
+    A is shared (samples with the same optimal solution share a basis: few distinct ones).
+    cache=False leaves the LP layer's cache out (`build_reduced_cost_operator`): the operator
+    is freed with the caller's last reference to it."""
     A = np.asarray(A, dtype=float)
+    build = reduced_cost_operator if cache else build_reduced_cost_operator
     if A.ndim == 3:
-        return reduced_cost_operator(A, basis)[0]
+        return build(A, basis)[0]
     distinct, inverse = np.unique(basis, axis=0, return_inverse=True)
     inverse = inverse.ravel()
     try:
-        M_distinct, _ = reduced_cost_operator(A, distinct)
+        M_distinct, _ = build(A, distinct)
     except BasisError as error:  # name the first training sample with that basis
         raise BasisError(int(np.flatnonzero(inverse == error.sample)[0]), error.reason) from None
     return M_distinct[inverse]

@@ -65,8 +65,8 @@ def worker(grid, T: int, budget_gb: float) -> dict:
     from mom_pipeline.methods.mom import MOM
     from mom_pipeline.problems import generate_shortest_path
 
-    # The block method up to this benchmark's memory budget: beyond the package's default budget
-    # (policy.BLOCK_IPM_MAX_BYTES) a fit would go to Clarabel on the whole problem instead.
+    # The block method up to this benchmark's memory budget, not the package's default (half of
+    # the machine's memory, `policy.block_ipm_budget`), so that the table does not depend on the machine.
     policy.BLOCK_IPM_MAX_BYTES = budget_gb * 2**30
 
     trial = generate_shortest_path(T, 0, degree=4, grid=grid, n_features=N_FEATURES, seed=0)

@@ -1,6 +1,9 @@
 """The block interior-point method of the dual formulation against cvxpy, on random blocks and
 on MOM's dual formulation (both of its solvers)."""
 
+import os
+import re
+
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -50,17 +53,41 @@ def test_both_dual_solvers_agree_on_degenerate_shortest_paths(lam):
     assert fast.objective_ == pytest.approx(conic.objective_, rel=1e-6)
 
 
-def test_problems_too_large_for_the_block_method_go_to_clarabel(monkeypatch, caplog):
-    import mom_pipeline.methods.mom_dual as mom_dual
+def test_problems_too_large_for_memory_stop_before_any_solve(monkeypatch):
+    """Above the budget a fit stops at once (no Clarabel fallback, which needed more memory
+    still), naming the sizes and the most observations that fit; those do fit."""
+    from mom_pipeline.methods.mom_dual import DualFormulationTooLarge, check_dual_formulation_fits
+    from mom_pipeline.solvers import policy
 
     trial = generate_shortest_path(80, 0, degree=4, eps_bar=0.5, seed=5)
     X = trial.lp.solve(trial.train.C).x
-    block = MOM(lam=1e-2, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
-    monkeypatch.setattr(mom_dual, "block_ipm_fits", lambda *shape: False)
-    whole = MOM(lam=1e-2, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
-    assert block.solver_info_["solver"] == "block_ipm" and whole.solver_info_["solver"] == "clarabel"
-    assert whole.objective_ == pytest.approx(block.objective_, rel=1e-6)
-    assert "exceeds its budget" in caplog.text and "T = 80 samples" in caplog.text
+    d = trial.train.Z.shape[1]
+    needed = policy.block_ipm_bytes(80, 16, 16, 40, d, 24, 1, r=16)
+    monkeypatch.setattr(policy, "BLOCK_IPM_MAX_BYTES", needed - 1.0)
+    with pytest.raises(DualFormulationTooLarge, match=fr"80 observations of 40 columns and 24 rows with {d} features") as caught:
+        MOM(lam=1e-2, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
+    fitting = int(re.search(r"at most (\d+) observations", str(caught.value)).group(1))
+    assert policy.block_ipm_bytes(fitting, 16, 16, 40, d, 24, 1, r=16) <= needed - 1.0
+    assert policy.block_ipm_bytes(fitting + 1, 16, 16, 40, d, 24, 1, r=16) > needed - 1.0
+    check_dual_formulation_fits(trial.lp.A, X[:fitting], d)  # does not raise
+    model = MOM(lam=1e-2, formulation="dual").fit(trial.train.Z[:fitting], X[:fitting], lp=trial.lp)
+    assert model.solver_info_["solver"] == "block_ipm"
+    monkeypatch.setattr(policy, "BLOCK_IPM_MAX_BYTES", needed)
+    assert MOM(lam=1e-2, formulation="dual").fit(trial.train.Z, X, lp=trial.lp).solver_info_["solver"] == "block_ipm"
+    monkeypatch.setattr(policy, "BLOCK_IPM_MAX_BYTES", 1.0)
+    with pytest.raises(DualFormulationTooLarge, match="not even one observation of this problem fits"):
+        check_dual_formulation_fits(trial.lp.A, X, d)
+
+
+def test_the_default_budget_is_half_of_this_machines_memory(monkeypatch):
+    from mom_pipeline.solvers import policy
+
+    memory = policy.machine_memory_bytes()
+    assert 2**28 < memory <= os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    monkeypatch.setattr(policy, "BLOCK_IPM_MAX_BYTES", None)
+    assert policy.block_ipm_budget() == pytest.approx(0.5 * memory)
+    monkeypatch.setattr(policy, "BLOCK_IPM_MAX_BYTES", 3 * 2**30)
+    assert policy.block_ipm_budget() == 3 * 2**30
 
 
 def _degenerate_trial(name: str, n_train: int, seed: int):

@@ -91,10 +91,14 @@ def test_folds_fitted_at_once_give_the_curve_of_folds_fitted_one_after_the_other
     assert at_once[columns].equals(in_turn[columns])
 
 
-def test_tuning_fold_threads_policy():
+def test_tuning_fold_threads_policy(monkeypatch):
     """Folds at once only when one fold's block-method work reaches TUNING_FOLD_WORK, at most
     n_folds of them, and only as many as fit the block method's memory budget together."""
-    from mom_pipeline.solvers.policy import BLOCK_IPM_MAX_BYTES, block_ipm_bytes, tuning_fold_threads
+    from mom_pipeline.solvers import policy
+    from mom_pipeline.solvers.policy import block_ipm_bytes, tuning_fold_threads
+
+    BLOCK_IPM_MAX_BYTES = 6 * 2**30  # the default is half of the machine's memory
+    monkeypatch.setattr(policy, "BLOCK_IPM_MAX_BYTES", BLOCK_IPM_MAX_BYTES)
 
     assert tuning_fold_threads(2, 4, 150, 16, 16, 40, 6, 24) == 1  # the paper's shortest path, T = 200 in 4 folds
     assert tuning_fold_threads(2, 4, 750, 16, 16, 40, 6, 24) == 2  # T = 1000 in 4 folds

@@ -19,7 +19,9 @@ from ..blas_threads import one_blas_thread
 from ..lp import basis_matrices, nonbasic_indices
 from ..solvers.block_hinge_ipm import block_hinge_qp
 from ..solvers.clarabel_qp import ball_block, solve_clarabel
-from ..solvers.policy import BLOCK_IPM_MAX_BYTES, block_ipm_bytes, block_ipm_fits, block_ipm_threads
+from ..solvers import policy
+from ..solvers.policy import (DualFormulationTooLarge, block_ipm_budget, block_ipm_bytes, block_ipm_fits,
+                              block_ipm_threads)
 from .mom_problem import constraint_null_space, hinge_rows, operators_of_bases, support_mask
 
 logger = logging.getLogger(__name__)
@@ -47,6 +49,54 @@ def most_free_reduced_costs(X, m: int) -> int:
     return max(1, int((m - support_mask(X).sum(axis=1)).max()))
 
 
+def check_dual_formulation_memory(T: int, n: int, m: int, q: int, d: int, threads: int = 1, r: int | None = None) -> None:
+    """Stop before any solve when the block method's estimated peak (`policy.block_ipm_bytes`)
+    exceeds its budget (`policy.block_ipm_budget`), naming the sizes and the ways out.
+
+    T samples of n columns and m rows (standard form), q the most free reduced costs of a sample,
+    d features; r the costs the block method works on (n - rank(A) with one constraint matrix).
+    There is no fallback: Clarabel on the whole sparse problem needed several times more memory
+    than the block method wherever the block method's is large (docs/inverse_lp.md), so it
+    would only fail later.
+    """
+    if block_ipm_fits(T, n - m, q, n, d, m, threads, r):
+        return
+
+    def needed(samples: int) -> float:
+        return block_ipm_bytes(samples, n - m, q, n, d, m, threads, r)
+
+    budget = block_ipm_budget()
+    fitting, over = 0, T  # the most observations that fit: needed() grows with T
+    while over - fitting > 1:
+        middle = (fitting + over) // 2
+        fitting, over = (middle, over) if needed(middle) <= budget else (fitting, middle)
+    origin = ("set by solvers.policy.BLOCK_IPM_MAX_BYTES" if policy.BLOCK_IPM_MAX_BYTES is not None else
+              "half of this machine's memory; solvers.policy.BLOCK_IPM_MAX_BYTES overrides it")
+    raise DualFormulationTooLarge(
+        f"dual-formulation MOM: {T} observations of {n} columns and {m} rows with {d} features need an estimated "
+        f"{_size(needed(T))}, above the {_size(budget)} this fit may use ({origin}); "
+        + (f"at most {fitting} observations of this problem fit. Fit fewer observations, use " if fitting else
+           "not even one observation of this problem fits. Use ")
+        + "formulation='basis' (bases completed from x*), or a machine with more memory.")
+
+
+def _size(n_bytes: float) -> str:
+    return f"{n_bytes / 2**30:.1f} GB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:.0f} MB"
+
+
+def check_dual_formulation_fits(A, X, n_features: int, n_jobs: int | None = None) -> None:
+    """`check_dual_formulation_memory` for a fit of MOM(formulation="dual", n_jobs=n_jobs) on the
+    observed solutions X (T, n) of the LP with constraint matrix A, before anything is built (a
+    pipeline checks its whole training set this way before it tunes on folds of it)."""
+    A = np.asarray(A, dtype=float)
+    T, (m, n) = len(X), A.shape[-2:]
+    q = most_free_reduced_costs(X, m)
+    subspace = constraint_null_space(A) if A.ndim == 2 else None
+    r = n if subspace is None else subspace.shape[1]
+    threads = block_ipm_threads(threads_of(n_jobs), T, n - m, q, r, n_features)
+    check_dual_formulation_memory(T, n, m, q, n_features, threads, r)
+
+
 def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = None,
                            solver: str = "auto", threads: int = 1) -> tuple[np.ndarray, np.ndarray, dict]:
     """MOM without a basis (the problem and its parametrization: `solve_dual_formulation_clarabel`).
@@ -54,9 +104,9 @@ def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = No
     solver "auto"/"fast": the block interior-point method of `solvers.block_hinge_ipm` (the
     samples couple only through Theta: every Newton step eliminates each sample's reduced
     costs u_t in a small system); with a ball constraint, with "cvxpy" (the reference), or when
-    the block method fails (recorded in info["block_ipm_failure"]) or its estimated peak memory
-    exceeds its budget (`solvers.policy.block_ipm_fits`, logged), one Clarabel solve of the whole
-    sparse problem.
+    the block method fails (recorded in info["block_ipm_failure"]), one Clarabel solve of the
+    whole sparse problem. A problem whose estimated peak memory exceeds the budget stops first
+    (`check_dual_formulation_memory`).
     threads: threads of the block method's Newton steps (same result whatever their number).
     The block method's multipliers give info["flows"] (T, n), a dual certificate
     (`dual_formulation_certificate`); None after Clarabel.
@@ -67,7 +117,7 @@ def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = No
 
 
 def solve_dual_formulation_path(A, basis, X, Z, lams, threads: int = 1) -> list[tuple[np.ndarray, np.ndarray, dict]]:
-    """[(Theta, y, info)] for every lam of `lams` (no ball, the block method where it fits).
+    """[(Theta, y, info)] for every lam of `lams` (no ball; the block method, within its memory budget).
 
     The block problem (reduced-cost operators, rows on u) is built once; the lams are solved
     from the largest down, each block solve starting from the previous optimum (a primal warm
@@ -91,14 +141,7 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
     subspace = constraint_null_space(A) if A.ndim == 2 else None
     r = n if subspace is None else subspace.shape[1]
     threads = block_ipm_threads(threads, T, n - m, q, r, Z.shape[1])
-    if not block_ipm_fits(T, n - m, q, n, Z.shape[1], m, threads, r):
-        # Said in the log: the whole sparse problem is a much slower solve, and on many samples
-        # of a large network it needs more memory still.
-        logger.warning("dual-formulation MOM: the block method's estimated peak (%.1f GB for T = %d samples of %d "
-                       "columns and %d rows) exceeds its budget of %.1f GB (solvers.policy.BLOCK_IPM_MAX_BYTES); "
-                       "solving the whole sparse problem with Clarabel instead", block_ipm_bytes(
-                           T, n - m, q, n, Z.shape[1], m, threads, r) / 2**30, T, n, m, BLOCK_IPM_MAX_BYTES / 2**30)
-        return [solve_dual_formulation_clarabel(A, basis, X, Z, lam) for lam in lams]
+    check_dual_formulation_memory(T, n, m, q, Z.shape[1], threads, r)
     M, sample_of_u, position_of_u, extra = _free_reduced_costs(A, basis, X)
     K, q = M.shape[1], max(1, int(extra.sum(axis=1).max()))
     slot = np.cumsum(extra, axis=1)[sample_of_u, position_of_u] - 1  # u of sample t: slots 0..q_t-1
@@ -201,7 +244,10 @@ def _free_reduced_costs(A, basis, X):
     support = support_mask(X)
     extra = ~np.take_along_axis(support, basis, axis=1)  # (T, m): basic but not in the support
     sample_of_u, position_of_u = np.nonzero(extra)
-    return operators_of_bases(A, basis), sample_of_u, position_of_u, extra
+    # Not cached: the block method needs them only on A's null space, and a cached copy on all n
+    # costs stayed alive through its Newton steps (2.2 GB of a 7.2 GB peak on the 760-arc grid
+    # at T = 1,000).
+    return operators_of_bases(A, basis, cache=False), sample_of_u, position_of_u, extra
 
 
 def _duals(A, basis, Z, Theta, r_basic):

@@ -34,7 +34,12 @@ path, on every machine):
 * `block_ipm_fits(T, K, q, n, d, m, threads)`: whether a dual-formulation MOM fit by the block
   interior-point method (`block_hinge_ipm`; T blocks of K coupled rows on n costs, q free
   values each, d features, m constraints, `threads` threads) fits its estimated peak in
-  BLOCK_IPM_MAX_BYTES; otherwise MOM solves the whole sparse problem with Clarabel.
+  `block_ipm_budget()` (half of this machine's memory unless BLOCK_IPM_MAX_BYTES is set);
+  otherwise MOM stops with `DualFormulationTooLarge` before it solves anything. (Clarabel on
+  the whole sparse problem, the former fallback, needed 1.8-11x the block method's memory and
+  3.7-24x its time on the problems measured, all but the smallest: 10 observations of a
+  760-arc grid, far below any budget; docs/inverse_lp.md.) This is not a choice of path: a
+  problem either runs on the block method or stops.
 * `block_ipm_threads(requested, T, K, q, n, d)`: how many of the requested threads share its
   Newton steps (one on problems too small to share: the shipped inverse example ran 2x slower
   on two threads).
@@ -47,6 +52,7 @@ and prints the table that backs these numbers (docs/benchmarks.md keeps the last
 
 from __future__ import annotations
 
+import os
 from typing import Literal
 
 from .block_hinge_ipm import newton_step_bytes
@@ -115,12 +121,36 @@ WOODBURY_MAX_ROWS = 3000
 WOODBURY_MIN_VARS = 500
 
 
-# Block interior-point method: at most this many bytes at its estimated peak. (The former budget
-# of 4 GB was applied to an estimate 1.5-1.6x below the measured peaks, so it admitted peaks of
-# about 6 GB: the 180-arc grid at T = 10,000 ran at 6.25 GB. The estimate is now checked against
-# tracemalloc; this budget admits the same problems. Beyond it Clarabel solves the whole sparse
-# problem, which needs less only when the blocks are few and large.)
-BLOCK_IPM_MAX_BYTES = 6 * 2**30
+# Block interior-point method: at most this many bytes at its estimated peak; None: the share
+# MACHINE_MEMORY_SHARE of this machine's memory (`machine_memory_bytes`). A fixed 6 GB had sent
+# the 760-arc grid at T = 1,000 (estimated 6.2 GB) to Clarabel, which had passed 13.9 GB after
+# two minutes; half the memory leaves room for the rest of a Kedro run and its datasets.
+BLOCK_IPM_MAX_BYTES: float | None = None
+MACHINE_MEMORY_SHARE = 0.5
+
+
+class DualFormulationTooLarge(MemoryError):
+    """A dual-formulation MOM fit whose estimated peak memory exceeds `block_ipm_budget()`."""
+
+
+def machine_memory_bytes() -> float:
+    """This machine's memory: the physical memory, or the control group's limit when lower
+    (containers, batch schedulers)."""
+    physical = float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(limit_file) as limit:
+                physical = min(physical, float(limit.read().strip()))
+        except (OSError, ValueError):  # no such control group, or "max" (no limit)
+            continue
+    return physical
+
+
+def block_ipm_budget() -> float:
+    """The most bytes a dual-formulation fit may use (BLOCK_IPM_MAX_BYTES, else the machine's share)."""
+    if BLOCK_IPM_MAX_BYTES is not None:
+        return float(BLOCK_IPM_MAX_BYTES)
+    return MACHINE_MEMORY_SHARE * machine_memory_bytes()
 # The block method's peak resident memory above its arrays' bytes (LAPACK's work buffers and the
 # allocator, which tracemalloc does not see): measured peak RSS less the interpreter's 0.2 GB was
 # 1.04-1.11x the arrays' estimate (40 arcs at T = 100,000; 180 arcs at T = 1,000 and 10,000).
@@ -142,8 +172,8 @@ def block_ipm_bytes(T: int, K: int, q: int, n: int, d: int, m: int = 0, threads:
 
 def block_ipm_fits(T: int, K: int, q: int, n: int, d: int, m: int = 0, threads: int = 1,
                    r: int | None = None) -> bool:
-    """True when the block interior-point method's estimated peak fits in BLOCK_IPM_MAX_BYTES."""
-    return block_ipm_bytes(T, K, q, n, d, m, threads, r) <= BLOCK_IPM_MAX_BYTES
+    """True when the block interior-point method's estimated peak fits in `block_ipm_budget()`."""
+    return block_ipm_bytes(T, K, q, n, d, m, threads, r) <= block_ipm_budget()
 
 
 # Block interior-point method: one more thread per this much work per Newton step (the
@@ -181,11 +211,11 @@ TUNING_FOLD_WORK = 4e7
 def tuning_fold_threads(requested: int, n_folds: int, T: int, K: int, q: int, n: int, d: int, m: int = 0) -> int:
     """Folds of a cost-free lambda tuning fitted at once, one thread each: the requested threads
     (at most n_folds) when one fold's block-method work per Newton step (T: its observations)
-    reaches TUNING_FOLD_WORK and that many fits at once fit BLOCK_IPM_MAX_BYTES, else 1."""
+    reaches TUNING_FOLD_WORK and that many fits at once fit `block_ipm_budget()`, else 1."""
     threads = min(int(requested), int(n_folds))
     if threads < 2 or block_ipm_work(T, K, q, n, d) < TUNING_FOLD_WORK:
         return 1
-    while threads > 1 and threads * block_ipm_bytes(T, K, q, n, d, m) > BLOCK_IPM_MAX_BYTES:
+    while threads > 1 and threads * block_ipm_bytes(T, K, q, n, d, m) > block_ipm_budget():
         threads -= 1
     return threads
 

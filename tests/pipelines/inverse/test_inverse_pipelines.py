@@ -96,6 +96,19 @@ def test_a_constant_feature_column_stops_the_run_before_tuning(project_copy):
     assert not (project_copy / "data" / "05_model_input" / "inverse").exists()  # no lambda tuned
 
 
+def test_a_training_set_too_large_for_memory_stops_the_run_before_tuning(project_copy, monkeypatch):
+    """The dual formulation's memory is checked on the whole training set before the tuning's
+    fits on folds: the error names the sizes, the budget and how many observations fit."""
+    from mom_pipeline.solvers import policy
+
+    _user_tables(project_copy, lambda tables: None)
+    monkeypatch.setattr(policy, "BLOCK_IPM_MAX_BYTES", 2**20)
+    with pytest.raises(MemoryError, match=r"observations of \d+ columns .* need an estimated .* above the 1 MB "
+                                          r"this fit may use \(set by .*BLOCK_IPM_MAX_BYTES\); at most \d+ observations"):
+        _run(project_copy, "inverse")
+    assert not (project_copy / "data" / "05_model_input" / "inverse").exists()  # no lambda tuned
+
+
 def _prescriptions(project):
     return pd.read_csv(_latest(project / "data" / "07_model_output" / "inverse" / "prescriptions.csv"),
                        dtype={"id": str})

@@ -15,6 +15,7 @@ from mom_pipeline.methods.base import CostModel
 from mom_pipeline.methods.cost_free_tuning import fit_standardized, validation_curve
 from mom_pipeline.methods.feature_scaling import FeatureScaleError, FeatureStandardizer
 from mom_pipeline.methods.mom import MOM
+from mom_pipeline.methods.mom_dual import check_dual_formulation_fits
 from mom_pipeline.reporting.validation_curve import validation_curve_figure
 
 from .datasets import file_names
@@ -44,6 +45,9 @@ def validate_inputs(features: pd.DataFrame, decisions: pd.DataFrame, constraints
         FeatureStandardizer().fit(problem.Z, problem.feature_names)
     except FeatureScaleError as error:
         raise FeatureScaleError(f"file {files['features']!r}: {error}") from error
+    if inverse.model.formulation == "dual" and problem.X_std is not None:
+        # Too large for this machine's memory: stop before the tuning's fits on folds.
+        check_dual_formulation_fits(problem.lp.A, problem.X_std, problem.Z.shape[1], inverse.model.n_jobs)
     if len(rejections):
         log.warning("inverse: %d observations rejected (see the rejection report); %d kept", len(rejections),
                     problem.n_samples)

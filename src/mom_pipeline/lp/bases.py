@@ -183,9 +183,11 @@ def build_reduced_cost_operator(A, basis: np.ndarray) -> tuple[np.ndarray, np.nd
         bad = int(np.flatnonzero((basis < 0).any(axis=1) | (basis >= n).any(axis=1))[0])
         raise BasisError(bad, f"basis index out of range [0, {n})")
     nonbasic = nonbasic_indices(basis, n)
-    A_B = basis_matrices(A, basis)
-    inverse = checked_inverse(A_B)
+    inverse = checked_inverse(basis_matrices(A, basis))
     tableau = inverse @ basis_matrices(A, nonbasic)  # A_B^{-1} A_N, (T, m, n - m)
+    # Freed before M exists: with M they had set the peak of a large fit (T m^2 each, 1.3 GB at
+    # T = 1,000 on the 760-arc grid).
+    del inverse
     M = np.zeros((T, n - m, n))
     rows = np.arange(n - m)
     t_idx = np.arange(T)[:, None]

@@ -167,6 +167,8 @@ def operators_of_bases(A, basis: np.ndarray, cache: bool = True) -> np.ndarray:
     if A.ndim == 3:
         return build(A, basis)[0]
     distinct, inverse = np.unique(basis, axis=0, return_inverse=True)
+    if len(distinct) == len(basis):  # no basis shared: no gathered copy of the operators
+        return build(A, basis)[0]
     inverse = inverse.ravel()
     try:
         M_distinct, _ = build(A, distinct)

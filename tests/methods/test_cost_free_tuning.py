@@ -27,10 +27,13 @@ def test_kfold_split_is_deterministic_in_the_seed_and_partitions_the_observation
         kfold_indices(3, 4, seed=0)
 
 
-def test_validation_curve_is_reproducible_and_chooses_one_lambda():
+def test_validation_curve_is_reproducible_and_chooses_one_lambda(caplog):
     trial, X = _paths()
-    curves = [validation_curve({"formulation": "dual"}, trial.train.Z, X, trial.lp, [1e-4, 1e-2, 1.0], n_folds=3,
-                               seed=1) for _ in range(2)]
+    with caplog.at_level("INFO", logger="mom_pipeline.methods.cost_free_tuning"):
+        curves = [validation_curve({"formulation": "dual"}, trial.train.Z, X, trial.lp, [1e-4, 1e-2, 1.0], n_folds=3,
+                                   seed=1) for _ in range(2)]
+    progress = [record.getMessage() for record in caplog.records if "lambda tuning: fold" in record.getMessage()]
+    assert len(progress) == 6 and progress[0].startswith("lambda tuning: fold 1 of 3 fitted (")  # one line per fold
     columns = ["lam", "reproduced_share", "heldout_hinge", "chosen"]
     assert curves[0][columns].equals(curves[1][columns])
     curve = curves[0]

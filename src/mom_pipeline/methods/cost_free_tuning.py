@@ -19,6 +19,7 @@ the same as one after the other, bit for bit.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +34,8 @@ from .feature_scaling import FeatureStandardizer
 from .mom import MOM
 from .mom_dual import most_free_reduced_costs, threads_of
 from .mom_problem import mom_hinge_loss, operators_of_bases
+
+log = logging.getLogger(__name__)
 
 # A held-out decision is reproduced when no entry differs by more than this times max(1, |x|_inf).
 REPRODUCED_TOL = 1e-7
@@ -121,15 +124,19 @@ def validation_curve(model_params: dict, Z, X, lp: StandardFormLP, lambdas: Sequ
     threads = fold_threads(model_params, Z, X, lp, folds)
     fold_params = model_params if threads == 1 else {**model_params, "n_jobs": None}
 
-    def fit_fold(fold: tuple[np.ndarray, np.ndarray]) -> tuple[list[MOM], float]:
+    def fit_fold(index: int) -> tuple[list[MOM], float]:
         # every lambda of a fold in one fit_many: the same standardized features, one set of
         # operators, each lambda warm-started from the next larger one's optimum (measured on
         # one core: 1.26x on the example, 1.09x on a T = 1000 shortest path; the same curve)
-        train, _ = fold
+        train, _ = folds[index]
         started = time.perf_counter()
         models = fit_standardized_grid([MOM(**{**fold_params, "lam": float(lam)}) for lam in lambdas], Z[train],
                                        X[train], lp.subset(train), feature_names=feature_names)
-        return models, time.perf_counter() - started
+        fold_seconds = time.perf_counter() - started
+        # On a large network a fold takes minutes to hours: the log shows the tuning moving.
+        log.info("lambda tuning: fold %d of %d fitted (%d observations, %d lambdas) in %.1f s", index + 1, n_folds,
+                 len(train), len(lambdas), fold_seconds)
+        return models, fold_seconds
 
     def score_fold(fold: int, models: list[MOM]) -> None:
         held_out = folds[fold][1]
@@ -139,14 +146,14 @@ def validation_curve(model_params: dict, Z, X, lp: StandardFormLP, lambdas: Sequ
     seconds = 0.0
     if threads == 1:
         for fold in range(n_folds):
-            models, fold_seconds = fit_fold(folds[fold])
+            models, fold_seconds = fit_fold(fold)
             seconds += fold_seconds
             score_fold(fold, models)
     else:
         # One BLAS thread for the whole pool: the fits' own limits are set and restored per
         # thread, and a fit ending first would otherwise give the other one a multi-threaded BLAS.
         with one_blas_thread(), ThreadPoolExecutor(threads) as pool:
-            fitted = list(pool.map(fit_fold, folds))
+            fitted = list(pool.map(fit_fold, range(n_folds)))
         for fold, (models, fold_seconds) in enumerate(fitted):  # scored here: the held-out decisions are LP solves
             seconds += fold_seconds
             score_fold(fold, models)

@@ -90,6 +90,17 @@ def test_the_default_budget_is_half_of_this_machines_memory(monkeypatch):
     assert policy.block_ipm_budget() == 3 * 2**30
 
 
+@pytest.mark.parametrize("limit, expected", [("2147483648\n", 2.0 * 2**30), ("max\n", None)])
+def test_a_control_groups_memory_limit_lowers_the_machines_memory(monkeypatch, limit, expected):
+    import io
+
+    from mom_pipeline.solvers import policy
+
+    physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    monkeypatch.setattr(policy, "open", lambda path, *args: io.StringIO(limit), raising=False)
+    assert policy.machine_memory_bytes() == (expected if expected is not None else physical)
+
+
 def _degenerate_trial(name: str, n_train: int, seed: int):
     if name == "shortest_path":
         trial = generate_shortest_path(n_train, 0, degree=4, eps_bar=0.5, seed=seed)

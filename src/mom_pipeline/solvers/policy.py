@@ -1,7 +1,9 @@
 """Which linear-algebra path solves a hinge QP of a given shape: the one place of thresholds.
 
 Two choices, both made from sizes alone (so every solve of the same shape takes the same
-path, on every machine):
+path, on every machine; the dual formulation's memory budget below depends on the machine, but
+it only decides whether a fit runs at all, and how many tuning folds run at once, never the
+result):
 
 * `restricted_qp_method(n_vars, n_rows, ball)`: the restricted QP of a working-set round,
   min (lam/2)||w||^2 - g'w + weight * sum_i max(0, 1 - h_i'w) over k = n_rows hinge rows
@@ -136,7 +138,10 @@ class DualFormulationTooLarge(MemoryError):
 def machine_memory_bytes() -> float:
     """This machine's memory: the physical memory, or the control group's limit when lower
     (containers, batch schedulers)."""
-    physical = float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    try:
+        physical = float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): the former fixed budget of 6 GB
+        return 12.0 * 2**30
     for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         try:
             with open(limit_file) as limit:
@@ -151,6 +156,8 @@ def block_ipm_budget() -> float:
     if BLOCK_IPM_MAX_BYTES is not None:
         return float(BLOCK_IPM_MAX_BYTES)
     return MACHINE_MEMORY_SHARE * machine_memory_bytes()
+
+
 # The block method's peak resident memory above its arrays' bytes (LAPACK's work buffers and the
 # allocator, which tracemalloc does not see): measured peak RSS less the interpreter's 0.2 GB was
 # 1.04-1.11x the arrays' estimate (40 arcs at T = 100,000; 180 arcs at T = 1,000 and 10,000).

@@ -49,7 +49,7 @@ LANE_BYTES = 2**26
 # tried when the corrected Mehrotra step is shorter than CORRECTED_BELOW: on every step short
 # of a full one, since a solve costs a fraction of the factorization it reuses (on the paper's
 # shortest path, T = 1000: 159 Newton steps over the lambda grid instead of 181 with
-# correctors only below 0.5; benchmarks in docs/inverse_lp.md).
+# correctors only below 0.5; benchmarks in docs/inverse_lp_speed.md).
 CENTRALITY_CORRECTORS = 2
 CORRECTED_BELOW = 1.0
 # Iterative-refinement steps per Newton solve. With `accurate=True` (a retry after a stall),

@@ -102,7 +102,7 @@ def newton_step_parts(grid, T: int) -> dict:
     started = time.perf_counter()
     scipy.linalg.cho_factor(schur)
     factor = time.perf_counter() - started
-    return dict(T=T, step_seconds=total, schur_factor_seconds=factor, schur_gb=8 * p * p / 2**30)
+    return dict(T=T, step_seconds=total, schur_factor_seconds=factor, schur_unknowns=p, schur_gb=8 * p * p / 2**30)
 
 
 def run_child(grid, T: int, limit: float, budget_gb: float) -> dict:
@@ -168,7 +168,7 @@ def main(budget_gb: float, limit: float) -> None:
     print("where the time goes on the 760-arc grid: one Newton step of the block method")
     for parts in steps:
         print(f"  T = {parts['T']:>3}: step {parts['step_seconds']:6.2f} s, of which Schur Cholesky "
-              f"({N_FEATURES * 760} unknowns, {parts['schur_gb']:.2f} GB) {parts['schur_factor_seconds']:5.2f} s")
+              f"({parts['schur_unknowns']:,} unknowns, {parts['schur_gb']:.2f} GB) {parts['schur_factor_seconds']:5.2f} s")
     for T in SIZES[:2]:
         step = per_block * T + factor
         print(f"  projected at T = {T:,}: {step:,.0f} s per Newton step ({per_block:.2f} s per block + {factor:.1f} s "

@@ -119,7 +119,8 @@ _OPERATOR_CACHE: "OrderedDict[bytes, tuple[np.ndarray, np.ndarray]]" = OrderedDi
 _OPERATOR_CACHE_SIZE = 8
 # The cache holds at most this many bytes of operators, and none larger. Counted by entries
 # alone it kept up to 8 operators of T (n - m) n floats: on the 760-arc grid at T = 1,000 one
-# is 2.2 GB, and a 4-fold tuning and its final fit left about 9 GB in the cache.
+# is 2.2 GB, so a 4-fold tuning and its final fit would keep about 9 GB (4 x 1.65 + 2.2). An
+# operator that large takes a few percent of its fit to build (5.0 s at T = 300 there).
 OPERATOR_CACHE_BYTES = 2**28
 
 
@@ -129,7 +130,7 @@ def reduced_cost_operator(A, basis: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     Tuning fits many models on the same training samples; the operator of those samples is
     built once and shared (the key hashes the contents of A and the bases; the returned
     arrays are read-only so that no caller can change a shared copy). Operators above
-    OPERATOR_CACHE_BYTES are built each time: their build is a small part of their fit.
+    OPERATOR_CACHE_BYTES are built each time: their build is a few percent of their fit.
     """
     A = np.ascontiguousarray(A, dtype=float)
     basis = np.ascontiguousarray(basis, dtype=np.int64)

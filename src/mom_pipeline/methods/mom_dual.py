@@ -88,13 +88,21 @@ def check_dual_formulation_fits(A, X, n_features: int, n_jobs: int | None = None
     """`check_dual_formulation_memory` for a fit of MOM(formulation="dual", n_jobs=n_jobs) on the
     observed solutions X (T, n) of the LP with constraint matrix A, before anything is built (a
     pipeline checks its whole training set this way before it tunes on folds of it)."""
-    A = np.asarray(A, dtype=float)
+    _checked_block_shape(np.asarray(A, dtype=float), X, n_features, threads_of(n_jobs))
+
+
+def _checked_block_shape(A: np.ndarray, X, d: int, threads: int) -> tuple[np.ndarray | None, int]:
+    """(the null space the block method works on, or None; its threads) of a fit on X, after
+    `check_dual_formulation_memory`."""
     T, (m, n) = len(X), A.shape[-2:]
     q = most_free_reduced_costs(X, m)
+    # Theta on the costs the reduced costs see (`mom_problem.constraint_null_space`): with one constraint
+    # matrix, its null space (n - rank(A) of n costs), on which the block method works.
     subspace = constraint_null_space(A) if A.ndim == 2 else None
     r = n if subspace is None else subspace.shape[1]
-    threads = block_ipm_threads(threads_of(n_jobs), T, n - m, q, r, n_features)
-    check_dual_formulation_memory(T, n, m, q, n_features, threads, r)
+    threads = block_ipm_threads(threads, T, n - m, q, r, d)
+    check_dual_formulation_memory(T, n, m, q, d, threads, r)
+    return subspace, threads
 
 
 def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = None,
@@ -134,14 +142,8 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
     Z = np.asarray(Z, dtype=float)
     A = np.asarray(A, dtype=float)
     T = Z.shape[0]
-    m, n = A.shape[-2:]
-    q = most_free_reduced_costs(X, m)
-    # Theta on the costs the reduced costs see (`mom_problem.constraint_null_space`): with one constraint
-    # matrix, its null space (n - rank(A) of n costs), on which the block method works.
-    subspace = constraint_null_space(A) if A.ndim == 2 else None
-    r = n if subspace is None else subspace.shape[1]
-    threads = block_ipm_threads(threads, T, n - m, q, r, Z.shape[1])
-    check_dual_formulation_memory(T, n, m, q, Z.shape[1], threads, r)
+    n = A.shape[-1]
+    subspace, threads = _checked_block_shape(A, X, Z.shape[1], threads)
     M, sample_of_u, position_of_u, extra = _free_reduced_costs(A, basis, X)
     K, q = M.shape[1], max(1, int(extra.sum(axis=1).max()))
     slot = np.cumsum(extra, axis=1)[sample_of_u, position_of_u] - 1  # u of sample t: slots 0..q_t-1

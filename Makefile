@@ -86,7 +86,7 @@ bench-footprint: $(STAMP)
 
 # The knapsack figures again with the paper text's settings: features U[0,1]^4, the squared RBF
 # norm, figure 3 up to T = 5000 (a sensitivity run; its reports go to
-# data/08_reporting/text_features/, see docs/results.md).
+# data/08_reporting/text_features/, see docs/results_sensitivity.md).
 bench-text-features: $(STAMP)
 	$(BIN)/python benchmarks/experiments.py --env text_features --figures fig3,fig4,fig5,fig6
 

@@ -1,6 +1,7 @@
 # Two commands do all the set-up on a fresh machine that has only python3:
 #   make run   -> creates .venv, installs the locked environment, runs the shortest-path experiment
 #   make test  -> same set-up, then the test suite
+#   make test-fast -> the unit tests only, in about 1.5 CPU-minutes (no Kedro runs, browser, notebook)
 #   make lock  -> re-resolves requirements.lock from pyproject.toml (after changing a dependency)
 PYTHON ?= python3
 VENV := .venv
@@ -11,7 +12,7 @@ export KEDRO_DISABLE_TELEMETRY := true
 export DO_NOT_TRACK := 1
 export MPLBACKEND := Agg
 
-.PHONY: run test bench bench-methods bench-inverse bench-experiments bench-footprint bench-text-features install lock viz clean-venv clean-data data-size
+.PHONY: run test test-fast bench bench-methods bench-inverse bench-experiments bench-footprint bench-text-features install lock viz clean-venv clean-data data-size
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +46,13 @@ run: $(STAMP)
 # suite's wall time is Kedro runs in subprocesses and project copies, independent of each other.
 test: $(STAMP)
 	$(BIN)/python -m pytest -n auto --dist worksteal
+
+# The inner loop: the suite without the tests marked (pyproject.toml) as whole Kedro runs,
+# browser, notebook or slow solver checks. One process: a second worker's imports cost more CPU
+# than it saves on 2 cores.
+FAST_TESTS := not (slow or pipeline or browser or notebook)
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n 0 -m "$(FAST_TESTS)"
 
 # Every benchmark: the hot paths against references timed in the same run (a few minutes),
 # then the end-to-end wall time, peak memory and disk of every paper figure (hours at the full

@@ -229,7 +229,7 @@ def test_threads_are_used_only_where_a_newton_step_has_work_to_share(monkeypatch
     assert seen and set(seen) == {1}
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_memory_estimate_covers_the_traced_peak_of_a_fit(monkeypatch, threads):
     """`policy.block_ipm_bytes` against tracemalloc's peak of a whole dual-formulation fit (the
     blocks, the Newton steps, the flows and the duals). Small factorization chunks make the

@@ -71,6 +71,7 @@ def test_a_second_stall_goes_to_clarabel_and_says_both(monkeypatch):
     assert model.objective_ == pytest.approx(_clarabel_objectives(trial, X, [1e-2])[0], rel=1e-6)
 
 
+@pytest.mark.slow
 def test_small_shortest_path_grid_is_solved_without_clarabel():
     """T = 100, seed 2: with one refinement per Newton solve and no retry, the three smallest
     lambdas stalled at dual residuals near 1e-2 and went to Clarabel (3.5 s instead of 0.8 s)."""

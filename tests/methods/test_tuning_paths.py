@@ -106,6 +106,7 @@ def test_kernel_ridge_grid_equals_direct_solves(trial, kernel, cells):
         np.testing.assert_allclose(model.predict_cost(Z_new), expected, rtol=1e-6, atol=1e-6 * scale)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("degree, gamma", [(4, 0.5), (3, 4.0)])
 def test_kernel_mom_path_at_small_lambda_equals_cvxpy(degree, gamma):
     """The figures' hot spot: polynomial kernels of degree 2-4 down to lam = 1e-6 (nearly hard
@@ -186,6 +187,7 @@ def test_box_gap_bounds_the_suboptimality():
         assert box_gap(Q, c, upper, a) >= f(a) - f(best) - 1e-12
 
 
+@pytest.mark.slow
 def test_kernel_mom_on_the_box_dual_path_equals_cvxpy():
     from mom_pipeline.solvers import restricted_qp_method
 

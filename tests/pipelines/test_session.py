@@ -84,6 +84,7 @@ def test_every_figure_has_its_outputs(smoke_run):
     assert reports and "Package versions" in reports[0].read_text()
 
 
+@pytest.mark.notebook
 def test_notebook_redraws_a_figure(smoke_run):
     notebook = nbformat.read(PROJECT_ROOT / "notebooks" / "redraw_figure.ipynb", as_version=4)
     os.environ.update(MOM_PROJECT_PATH=str(smoke_run), MOM_ENV="smoke", MOM_FIGURE="fig1")
@@ -126,6 +127,7 @@ def test_run_is_tracked_in_mlflow(smoke_run):
     assert f"{version}.md" in {a.path for a in client.list_artifacts(run.info.run_id)}  # the run report
 
 
+@pytest.mark.browser
 def test_kedro_viz_renders_in_a_browser(smoke_run):
     """`kedro viz build --include-previews`, served over HTTP, in headless Chromium: the
     shortest-path nodes are drawn and a plotly preview renders."""

@@ -61,6 +61,7 @@ def knapsack():
     return trial, solution, operators_of_bases(trial.lp.A, solution.basis)
 
 
+@pytest.mark.slow
 def test_kernel_mom_path_with_settled_rows_equals_cvxpy(knapsack, monkeypatch):
     """A narrow RBF cell (squared norm, gamma 0.5: rows cycle there) with the settling used from
     100 rows on instead of 1000: the settling runs, and every lam ends where the path without it

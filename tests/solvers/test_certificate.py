@@ -80,7 +80,7 @@ def _kernel_operators(n_train: int, seed: int, degree: int = 3):
     return reduced_cost_operator(trial.lp.A, basis)[0], Phi @ Vt[singular > 1e-10 * singular[0]].T
 
 
-@pytest.mark.parametrize("lam", [1e-6, 1e-4, 1e-2])
+@pytest.mark.parametrize("lam", [pytest.param(1e-6, marks=pytest.mark.slow), 1e-4, 1e-2])
 def test_adaptive_working_set_is_certified_optimal(lam):
     """Kernel-sized working sets drop their far rows: the result is still the certified optimum,
     equal to cvxpy's."""

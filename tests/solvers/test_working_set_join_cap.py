@@ -30,6 +30,7 @@ def test_furthest_broken_rows_join_first():
     assert held == 0 and joining.tolist() == broken.tolist()
 
 
+@pytest.mark.slow
 def test_capped_rounds_end_at_the_uncapped_optima(rbf_problem, monkeypatch):
     M, features = rbf_problem
     assert adaptive_working_set(M.shape[2] * features.shape[1])

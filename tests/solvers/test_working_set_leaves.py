@@ -20,6 +20,7 @@ def wide_rbf_problem():
     return rbf_kernel_problem(50, degree=1, seed=21, gamma=5.0, rbf_norm="unsquared")
 
 
+@pytest.mark.slow
 def test_rows_leave_again_and_the_path_ends_at_the_optima(wide_rbf_problem, monkeypatch):
     M, features = wide_rbf_problem
     assert adaptive_working_set(M.shape[2] * features.shape[1])

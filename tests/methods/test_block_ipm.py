@@ -37,10 +37,12 @@ def test_block_ipm_matches_cvxpy_on_random_blocks(seed, lam):
     rng = np.random.default_rng(seed)
     T, K, q, n, d = 25, 5, 3, 6, 3
     M, N, Z = rng.normal(size=(T, K, n)), rng.normal(size=(T, K, q)), rng.normal(size=(T, d))
-    W, U, info = block_hinge_qp(M, N, Z, lam, 1.0 / T)
+    result = block_hinge_qp(M, N, Z, lam, 1.0 / T)
+    W, U = result.solution
     reference = _cvxpy_reference(M, N, Z, lam, 1.0 / T)
     assert _objective(W, U, M, N, Z, lam, 1.0 / T) == pytest.approx(reference, rel=1e-6)
-    assert info["iterations"] >= 1
+    assert result.objective == pytest.approx(reference, rel=1e-6)
+    assert result.iterations >= 1 and result.path == "block_ipm" and result.certificate["complementarity"] >= 0
 
 
 @pytest.mark.parametrize("lam", [1e-6, 1e-2, 1e2])
@@ -179,11 +181,13 @@ def test_threads_change_nothing_in_the_solution(monkeypatch, chunk_bytes):
     rng = np.random.default_rng(3)
     T, K, q, n, d = 37, 5, 3, 6, 3  # T not a multiple of the lanes: an uneven last part
     M, N, Z = rng.normal(size=(T, K, n)), rng.normal(size=(T, K, q)), rng.normal(size=(T, d))
-    W1, U1, info1 = block_hinge_qp(M, N, Z, 1e-2, 1.0 / T)
+    one = block_hinge_qp(M, N, Z, 1e-2, 1.0 / T)
+    W1, U1 = one.solution
     for threads in (2, 3):
-        W, U, info = block_hinge_qp(M, N, Z, 1e-2, 1.0 / T, threads=threads)
+        shared = block_hinge_qp(M, N, Z, 1e-2, 1.0 / T, threads=threads)
+        W, U = shared.solution
         assert np.array_equal(W, W1) and np.array_equal(U, U1)
-        assert info["iterations"] == info1["iterations"]
+        assert shared.iterations == one.iterations
     assert _objective(W1, U1, M, N, Z, 1e-2, 1.0 / T) == pytest.approx(_cvxpy_reference(M, N, Z, 1e-2, 1.0 / T),
                                                                           rel=1e-6)
 

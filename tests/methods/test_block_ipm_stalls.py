@@ -29,9 +29,9 @@ def test_accurate_solves_reach_the_same_optimum(lam):
     rng = np.random.default_rng(3)
     T, K, q, n, d = 25, 5, 3, 6, 3
     M, N, Z = rng.normal(size=(T, K, n)), rng.normal(size=(T, K, q)), rng.normal(size=(T, d))
-    _, _, plain = block_hinge_qp(M, N, Z, lam, 1.0 / T)
-    _, _, accurate = block_hinge_qp(M, N, Z, lam, 1.0 / T, accurate=True)
-    assert accurate["objective"] == pytest.approx(plain["objective"], rel=1e-9)
+    plain = block_hinge_qp(M, N, Z, lam, 1.0 / T)
+    accurate = block_hinge_qp(M, N, Z, lam, 1.0 / T, accurate=True)
+    assert accurate.objective == pytest.approx(plain.objective, rel=1e-9)
 
 
 def test_a_stalled_solve_is_retried_cold_with_accurate_solves(monkeypatch):

@@ -154,7 +154,7 @@ def test_a_stalled_interior_point_method_is_finished_by_the_active_set(knapsack,
 
     def stalling(Q, c, upper, **kwargs):
         # a stall happens at the round-off floor, near the optimum: not at the relative-gap stop
-        a = original(Q, c, upper, **dict(kwargs, gap_rel=0.0))
+        a = original(Q, c, upper, **dict(kwargs, gap_rel=0.0)).solution
         stalls.append(1)
         raise BoxQPStalled("stalled for the test", np.clip(a + 1e-9 * upper, 0.0, upper))
 

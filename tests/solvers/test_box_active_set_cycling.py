@@ -38,7 +38,7 @@ def test_settled_rows_get_the_optimums_sets(seed):
     """With every other row in its optimal set, the rows to settle get theirs too, whatever
     sets they had (all three kinds of row among them)."""
     Q, c, upper = _box_problem(seed)
-    a = box_qp(Q, c, upper, tol=1e-12)
+    a = box_qp(Q, c, upper, tol=1e-12).solution
     at_lower, at_upper = a <= 1e-8 * upper, a >= (1 - 1e-8) * upper
     free = ~at_lower & ~at_upper
     rng = np.random.default_rng(seed)

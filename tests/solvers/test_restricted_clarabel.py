@@ -63,7 +63,7 @@ def test_polish_puts_margin_rows_on_the_margin_and_never_raises_the_objective(kn
     rows = knapsack_rows
     lam, weight = 1e-13, 1.0 / rows.T
     assert lam < margin_polish.POLISH_BELOW_LAM
-    w, _ = hinge_working_set.solve_working_set(rows, lam, weight, None, 1e-8, None, 1e-2, 1e-2, 100)
+    w = hinge_working_set.solve_working_set(rows, lam, weight, None, 1e-8, None, 1e-2, 1e-2, 100).solution
     on_margin = np.flatnonzero(np.abs(rows.margins(w) - 1.0) <= 1e-9)
     assert on_margin.size > 0
     step = rows.weighted_sum_of(on_margin, np.random.default_rng(0).normal(size=on_margin.size))

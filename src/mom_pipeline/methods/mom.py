@@ -94,7 +94,7 @@ class MOM(LinearCostModel):
             M = operators_of_bases(constraint_matrix, basis)
             Theta, info = solve_mom(M, Z, self.lam, self.radius, self.solver, self.tol, A=constraint_matrix)
             self.objective_ = mom_objective(Theta, M, Z, self.lam)
-            self.n_iter_ = int(info.get("rounds", 1))
+            self.n_iter_ = int(info.get("iterations", 1))
         info["seconds"] = time.perf_counter() - start
         self.coef_ = Theta
         self.solver_info_ = info
@@ -155,7 +155,7 @@ class MOM(LinearCostModel):
             for model, (Theta, info) in zip(group, path):
                 model.coef_ = Theta
                 model.objective_ = mom_objective(Theta, M, Z, model.lam)
-                model.n_iter_ = int(info.get("rounds", 1))
+                model.n_iter_ = int(info.get("iterations", 1))
                 model.solver_info_ = dict(info, seconds=seconds)
                 model.n_features_in_ = Z.shape[1]
         return models

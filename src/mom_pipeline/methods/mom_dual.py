@@ -165,7 +165,8 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
         lam = float(lams[index])
         started = time.perf_counter()
         try:
-            W, U, info = _block_solve(M, rows_on_u, Z / sigma, lam / sigma**2, 1.0 / T, start, threads)
+            result = _block_solve(M, rows_on_u, Z / sigma, lam / sigma**2, 1.0 / T, start, threads)
+            (W, U), info = result.solution, result.info()
             if "block_ipm_retry" in info:
                 logger.info("dual-formulation MOM, lambda %.3g: the block method's Newton solves lost accuracy near "
                             "the optimum; solved again with accurate solves (%s)", lam, info["block_ipm_retry"])
@@ -181,7 +182,7 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
         start = (W, U)
         r_basic = np.zeros((T, basis.shape[1]))
         r_basic[sample_of_u, position_of_u] = U[sample_of_u, slot]
-        info.update(_flows(A, X, info.pop("multipliers"), row_columns), warm_start=bool(index != order[0]),
+        info.update(_flows(A, X, result.extra["multipliers"], row_columns), warm_start=bool(index != order[0]),
                     solve_seconds=time.perf_counter() - started,
                     equality_rows=int(support_mask(X).sum()), margin_rows=int(T * K + sample_of_u.size),
                     free_reduced_costs=int(sample_of_u.size), solver="block_ipm")
@@ -207,11 +208,12 @@ def _block_solve(M, rows_on_u, Z, lam: float, weight: float, start, threads: int
     retries = [("cold", None)] + ([("warm", start)] if start is not None else [])
     for label, retry_start in retries:
         try:
-            W, U, info = block_hinge_qp(M, rows_on_u, Z, lam, weight, start=retry_start, threads=threads, accurate=True)
+            result = block_hinge_qp(M, rows_on_u, Z, lam, weight, start=retry_start, threads=threads, accurate=True)
         except RuntimeError as stall:
             stalls.append(f"{label} with accurate solves: {stall}")
             continue
-        return W, U, {**info, "block_ipm_retry": "; ".join(stalls + [f"solved {label} with accurate solves"])}
+        result.extra["block_ipm_retry"] = "; ".join(stalls + [f"solved {label} with accurate solves"])
+        return result
     raise _BlockStalled("; ".join(stalls))
 
 
@@ -307,7 +309,7 @@ def solve_dual_formulation_clarabel(A, basis, X, Z, lam: float,
     q = np.concatenate([np.zeros(p + Q), np.full(n_rows, 1.0 / T)])
     with one_blas_thread():
         x = solve_clarabel(P, q, sp.vstack(blocks, format="csr"), np.concatenate(b), cones,
-                            "dual-formulation MOM QP", tol=CLARABEL_TOL)
+                           "dual-formulation MOM QP", tol=CLARABEL_TOL).solution
     Theta = x[:p].reshape(n, d)
     # The duals: y_t = A_B^{-T} (c_B - r_B) with r_B = u on B - S and 0 on S.
     r_basic = np.zeros((T, m))

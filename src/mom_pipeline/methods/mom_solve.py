@@ -42,7 +42,8 @@ def solve_hinge_qp(M, Z, lam: float, radius: float | None = None, tol: float = 1
         A: the constraint matrix when one (m, n) matrix serves every sample (its null space
             holds every reduced-cost row: `cost_subspace`), else None.
     Returns:
-        Theta (n, d) and an info dict (rounds, working-set size, Newton steps).
+        Theta (n, d) and the flat diagnostics of the solver's `SolverResult` (`SolverResult.info`:
+        iterations = working-set rounds, path, working-set size, Newton steps, ...).
     """
     # Many small BLAS calls: one thread avoids spin-waiting threads on a busy machine.
     with one_blas_thread():
@@ -91,9 +92,9 @@ def _solve_rescaled(M, Z, lam, radius, tol, w0, band, linear_below, max_rounds, 
     if w0 is not None:
         w0 = np.asarray(w0, dtype=float).reshape(M.shape[-1], Z.shape[1]) * sigma
         w0 = (w0 if U is None else U.T @ w0).ravel()
-    w, info = solve_working_set(rows, lam / sigma**2, 1.0 / rows.T, None if radius is None else radius * sigma,
-                                tol, w0, band, linear_below, max_rounds)
-    return _full_costs(U, w.reshape(rows.n, rows.d) / sigma), info
+    result = solve_working_set(rows, lam / sigma**2, 1.0 / rows.T, None if radius is None else radius * sigma,
+                               tol, w0, band, linear_below, max_rounds)
+    return _full_costs(U, result.solution.reshape(rows.n, rows.d) / sigma), result.info()
 
 
 def _pays(U: np.ndarray | None, Z: np.ndarray) -> np.ndarray | None:
@@ -122,7 +123,7 @@ def solve_mom_path(M, Z, lams, tol: float = 1e-8, start_margins: list | None = N
     with one_blas_thread():
         path = solve_hinge_path(rows, np.asarray(lams, dtype=float) / sigma**2, 1.0 / rows.T, tol,
                                 start_margins=start_margins)
-    return [(_full_costs(U, w.reshape(rows.n, rows.d) / sigma), info) for w, info in path]
+    return [(_full_costs(U, result.solution.reshape(rows.n, rows.d) / sigma), result.info()) for result in path]
 
 
 def _solve_cvxpy(objective_and_constraints, what: str):

@@ -7,10 +7,12 @@ cvxpy's `Solution`): what was found, how, and the evidence that it is the optimu
     result.certificate["kkt_residual"] # why it is optimal, in the solver's own measure
     result.extra["working_set"]        # the solver's own diagnostics
 
-Statuses: "optimal" (the solver's stopping test held) or "optimal_at_breakdown" (its system
-became singular at the very end, with the certificate still within the looser tolerance the
-solver documents). A solver that does not reach either raises an error naming where it
-stopped; it never returns a result that is not optimal.
+Statuses: "optimal" (the solver's stopping test held), "optimal_inaccurate" (a looser test
+the solver documents held: Clarabel's "AlmostSolved", an interior-point iterate converged up to
+a round-off floor), or "optimal_at_breakdown" (its system became singular at the very end,
+with the certificate still within the looser tolerance the solver documents). A solver that
+reaches none of these raises an error naming where it stopped; it never returns a result that
+is not optimal to its documented tolerance.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: The statuses a result may carry (see the module docstring).
-STATUSES = ("optimal", "optimal_at_breakdown")
+STATUSES = ("optimal", "optimal_inaccurate", "optimal_at_breakdown")
 
 
 @dataclass

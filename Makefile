@@ -22,7 +22,7 @@ $(BIN)/python:
 # itself without resolving again. The packages are compiled to bytecode once here: uv does not
 # by default, and where PYTHONDONTWRITEBYTECODE is set Python never caches it, so every process
 # (each `kedro run`, each loky worker, each test worker) compiled its imports again: 11 of the
-# 15 s before a `kedro run`'s first node (docs/benchmarks.md).
+# 15 s before a `kedro run`'s first node (docs/decisions/014-bytecode-at-install.md).
 $(BIN)/uv: | $(BIN)/python
 	$(BIN)/python -m pip install --quiet "uv>=0.5,<1"
 
@@ -48,7 +48,7 @@ test: $(STAMP)
 
 # Every benchmark: the hot paths against references timed in the same run (a few minutes),
 # then the end-to-end wall time, peak memory and disk of every paper figure (hours at the full
-# tuning protocol: docs/benchmarks.md).
+# tuning protocol: docs/performance.md).
 bench: bench-methods bench-inverse bench-experiments
 
 bench-methods: $(STAMP)
@@ -86,7 +86,7 @@ bench-footprint: $(STAMP)
 
 # The knapsack figures again with the paper text's settings: features U[0,1]^4, the squared RBF
 # norm, figure 3 up to T = 5000 (a sensitivity run; its reports go to
-# data/08_reporting/text_features/, see docs/results.md).
+# data/08_reporting/text_features/, see docs/results_sensitivity.md).
 bench-text-features: $(STAMP)
 	$(BIN)/python benchmarks/experiments.py --env text_features --figures fig3,fig4,fig5,fig6
 

@@ -7,7 +7,7 @@ beyond twice that threshold, so the next step gets fresh pages and the kernel ze
 of them on first touch. Measured on the dual formulation's lambda grid (paper's shortest path,
 T = 1,000, `benchmarks/page_faults.py`): about 900,000 page faults and 13.2 s by default, 7,000
 faults and 9.8 s with the settings below, the coefficients identical bit for bit
-(docs/benchmarks.md, "Page faults").
+(docs/decisions/013-malloc-settings.md).
 
 `keep_freed_memory` sets, once per process:
 * M_MMAP_THRESHOLD = 32 MB (glibc's largest): blocks below it come from the heap, not from fresh

@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 
 #: Clarabel's tolerances on the whole problem. At its defaults (1e-8, in its equilibrated problem)
 #: the paper's shortest path at T = 100 and lambda = 1e-6 (objective 6.5e-4) stopped 1.5e-5
-#: relative above the optimum; at 1e-10, 3.6e-8, for 3-17 % more time (docs/inverse_lp.md).
+#: relative above the optimum; at 1e-10, 3.6e-8, for 3-17 % more time (docs/decisions/005-block-ipm-stalls.md).
 CLARABEL_TOL = 1e-10
 
 
@@ -56,8 +56,8 @@ def check_dual_formulation_memory(T: int, n: int, m: int, q: int, d: int, thread
     T samples of n columns and m rows (standard form), q the most free reduced costs of a sample,
     d features; r the costs the block method works on (n - rank(A) with one constraint matrix).
     There is no fallback: Clarabel on the whole sparse problem needed several times more memory
-    than the block method wherever the block method's is large (docs/inverse_lp.md), so it
-    would only fail later.
+    than the block method wherever the block method's is large
+    (docs/decisions/004-dual-formulation-memory-budget.md), so it would only fail later.
     """
     if block_ipm_fits(T, n - m, q, n, d, m, threads, r):
         return
@@ -198,7 +198,7 @@ def _block_solve(M, rows_on_u, Z, lam: float, weight: float, start, threads: int
     """`block_hinge_qp` from `start`; when it stalls, again with accurate Newton solves
     (`accurate=True`), cold and then from `start`. On grids of small shortest paths and
     knapsacks (T = 60-750, 864 solves) 16 solves stalled and went to Clarabel, several times
-    slower; with the retries none did (docs/inverse_lp.md). The stalls' messages are kept in
+    slower; with the retries none did (docs/decisions/005-block-ipm-stalls.md). The stalls' messages are kept in
     info["block_ipm_retry"]."""
     try:
         return block_hinge_qp(M, rows_on_u, Z, lam, weight, start=start, threads=threads)

@@ -49,14 +49,14 @@ LANE_BYTES = 2**26
 # tried when the corrected Mehrotra step is shorter than CORRECTED_BELOW: on every step short
 # of a full one, since a solve costs a fraction of the factorization it reuses (on the paper's
 # shortest path, T = 1000: 159 Newton steps over the lambda grid instead of 181 with
-# correctors only below 0.5; benchmarks in docs/inverse_lp_speed.md).
+# correctors only below 0.5; benchmarks in docs/decisions/001-dual-formulation-block-ipm.md).
 CENTRALITY_CORRECTORS = 2
 CORRECTED_BELOW = 1.0
 # Iterative-refinement steps per Newton solve. With `accurate=True` (a retry after a stall),
 # more steps, up to ACCURATE_REFINEMENTS, while the Newton equation's residual stays above
 # ACCURATE_RESIDUAL times its right-hand side: near the optimum e can span 36 decades, and
 # with one step 16 of 864 solves of warm-started grids on small problems (T = 60-400) stalled
-# at dual residuals of 1e-5..1e-2 (docs/inverse_lp.md). Refinement converges slowly there: 8
+# at dual residuals of 1e-5..1e-2 (docs/decisions/005-block-ipm-stalls.md). Refinement converges slowly there: 8
 # steps rescued 14 of them, 32 steps with a warm retry all. Conjugate gradients preconditioned
 # by the factorization rescued fewer. Always on (at most 8 refinements), accurate solves cost
 # 35 % on the paper's shortest path at T = 1000.

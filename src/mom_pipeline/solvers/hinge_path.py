@@ -47,7 +47,7 @@ MARGIN_GUESS = 1e-6
 #: is dropped two steps earlier, since the working set from those margins is a good second
 #: route there. With the closed-form rule below, figure 4's RBF tunings 3-5 % faster (figure 7's
 #: smaller shortest-path ones about as much slower); on refits, which have no such margins, the
-#: earlier check had cost more than it saved (docs/benchmarks.md, sessions 42-43).
+#: earlier check had cost more than it saved (docs/decisions/010-regularization-paths.md).
 NEIGHBOUR_CHURN_AFTER_STEPS = 3
 
 

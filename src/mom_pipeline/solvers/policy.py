@@ -40,8 +40,8 @@ result):
   otherwise MOM stops with `DualFormulationTooLarge` before it solves anything. (Clarabel on
   the whole sparse problem, the former fallback, needed 1.8-11x the block method's memory and
   3.7-24x its time on the problems measured, all but the smallest: 10 observations of a
-  760-arc grid, far below any budget; docs/inverse_lp.md.) This is not a choice of path: a
-  problem either runs on the block method or stops.
+  760-arc grid, far below any budget; docs/decisions/004-dual-formulation-memory-budget.md.)
+  This is not a choice of path: a problem either runs on the block method or stops.
 * `block_ipm_threads(requested, T, K, q, n, d)`: how many of the requested threads share its
   Newton steps (one on problems too small to share: the shipped inverse example ran 2x slower
   on two threads).
@@ -49,7 +49,7 @@ result):
   lambda tuning (`methods.cost_free_tuning`) are fitted at once, each on one thread.
 
 `benchmarks/solver_policy.py` times every path on shapes on both sides of each threshold
-and prints the table that backs these numbers (docs/benchmarks.md keeps the last one).
+and prints the table that backs these numbers (docs/performance.md keeps the last one).
 """
 
 from __future__ import annotations
@@ -99,21 +99,21 @@ WORKING_SET_LEAVES = 16
 # the same). A restricted optimum of a few hundred rows had broken 1,500 more, and the next round's
 # box QP of 2,158 rows took 1.7 s of an RBF cell's 1.9 s. Side by side, one core each: figure 4's
 # RBF tunings 1.14x faster (8 trials), polynomial 1.13x (6), figure 7's 1.10x (5); a cap at half
-# or twice the working set gained 1.12x / 1.10x (docs/benchmarks.md, session 44).
+# or twice the working set gained 1.12x / 1.10x (docs/decisions/008-kernel-working-sets.md).
 WORKING_SET_JOIN_MIN = 100
 # ... and the cap holds for this many rounds of a working set; later rounds take every broken row,
 # so a constant can never run out of rounds (`max_rounds`) for joining too slowly.
 WORKING_SET_JOIN_ROUNDS = 30
 # Box-QP duals of this many rows or more try a crossover from the interior-point iterate's sets
 # (`interior_point.box_qp`, `box_active_set.solve_on_guessed_sets`): figure 4's RBF tunings 1.13x
-# faster, polynomial 1.03x, figure 7's 1.04x (docs/benchmarks.md, session 43).
+# faster, polynomial 1.03x, figure 7's 1.04x (docs/decisions/009-box-dual-solver.md).
 BOX_CROSSOVER_MIN_ROWS = 50
 # Box-QP dual: stopped when its duality gap (= the restricted hinge QP's) is below this.
 BOX_DUAL_GAP = 1e-10
 # ... or below this times the MOM objective (the restricted QP's dual value plus the linear rows'
 # constant): that bounds the final objective's error by 1e-9 relative, where the gap can be
 # computed (not below scaled lam ~1e-13). Narrow RBF kernel cells 1.38x faster; 1e-8 left KKT
-# certificates at 1.1e-7 (docs/benchmarks.md).
+# certificates at 1.1e-7 (docs/decisions/009-box-dual-solver.md).
 BOX_DUAL_REL_GAP = 1e-9
 # Newton steps: a dense p x p Hessian up to this many unknowns.
 DENSE_NEWTON_MAX_VARS = 2000
@@ -245,7 +245,7 @@ def restricted_qp_method(n_vars: int, n_rows: int, ball: bool) -> Literal["inter
 # the restricted QPs that fall back to Clarabel (wide RBF kernel cells at tiny lam: 375 samples,
 # 3,750 unknowns instead of 7,875) factor much denser systems: a test path of 91 s did not end
 # in 15 minutes. Below it: linear MOM on the paper's shortest path 1.7-2.5x faster, figure 7's
-# polynomial grids 1.6-1.8x, figure 4's 1.35-1.5x (docs/benchmarks.md).
+# polynomial grids 1.6-1.8x, figure 4's 1.35-1.5x (docs/decisions/006-cost-subspace.md).
 COST_SUBSPACE_MAX_VARS = 2500
 
 
@@ -282,7 +282,7 @@ PATH_WARM_START_MIN_VARS = KERNEL_MIN_VARS
 # A warm-started path without a related problem's margins steps by at most this ratio between
 # constants (intermediate constants, warm starts only, between grid values further apart): RBF
 # kernel MOM grids 1.5x faster on figure 4's trial 0; polynomial grids, whose later gammas start
-# from the neighbouring gamma's margins, only on their first gamma (docs/benchmarks.md).
+# from the neighbouring gamma's margins, only on their first gamma (docs/decisions/010-regularization-paths.md).
 PATH_MAX_RATIO = 10 ** 0.5
 
 

@@ -81,7 +81,7 @@ def train_inverse_model(problem: InverseProblem, lambda_validation: pd.DataFrame
     log.info("inverse: MOM (%s formulation, lambda %.3g) fitted on %d observations in %.2f s", model.formulation,
              lam, problem.n_samples, time.perf_counter() - started)
     return record_fit(model, problem, add_intercept=inverse.add_intercept,
-                      all_columns=inverse.feature_columns is None)
+                      all_columns=inverse.feature_columns is None, outlier_threshold=inverse.outlier_threshold)
 
 
 def coefficients_table(model: CostModel, problem: InverseProblem) -> pd.DataFrame:

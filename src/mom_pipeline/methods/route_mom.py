@@ -1,0 +1,130 @@
+"""MOM from observed routes: learn arc costs of a road network from the routes travellers took.
+
+Two cost models, one convex QP (`solvers.network_margin`):
+
+* per-arc: c_t = Theta z_t, Theta (n_arcs, d): the paper's model, one coefficient per arc and
+  context feature. Flexible; needs many routes through every arc to pin its row down.
+* shared: c_ta = sum_jk Theta_jk F_aj z_tk, Theta (q, d): every arc attribute F_a (free-flow
+  time, length, capacity, ...) times every context feature, the form route-choice studies
+  estimate: q x d coefficients whatever the network's size, so it transfers to arcs that few
+  routes use.
+
+Only the routes are needed, never the costs (the dual formulation of MOM: no basis choice on
+these degenerate LPs).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import ClassVar
+
+import numpy as np
+
+from ..solvers.network_margin import (NetworkSamples, incidence_matrix, network_margin_certificate, network_samples,
+                                      predicted_costs, route_order, solve_network_margin)
+from .base import CostModel, NotFittedError, check_features, estimator_hyperparameters
+
+ROUTE_SOLVERS = ("auto", "cvxpy")
+
+
+@estimator_hyperparameters
+class RouteMOM(CostModel):
+    """MOM on a network LP from observed routes (x* only).
+
+    Hyperparameters:
+        lam: regularization weight (> 0); objective (lam/2)||Theta||^2 + mean hinge.
+        solver: "auto" (the working set over arcs, `solvers.network_margin`) or "cvxpy" (the
+            whole QP, the reference for small networks).
+        tol: the certificate's bound on the relative duality gap; a fit above it raises.
+
+    Learned: coef_ (n_arcs or q, d), objective_, certificate_ (dict: objective, lower_bound,
+    relative_gap, equality_residual, flow_residual), potentials_ (T, nodes), flows_ (T, n_arcs)
+    the dual flows, n_iter_ (working-set rounds), solver_info_ (dict), n_features_in_,
+    arc_features_ (the F the model was fitted with, or None).
+    """
+
+    needs_costs: ClassVar[bool] = False
+
+    lam: float = 1e-2
+    solver: str = "auto"
+    tol: float = 1e-6
+
+    def fit(self, Z, X, *, tails, heads, n_nodes: int, arc_features=None, usable=None):
+        """Fit from contexts Z (T, d) and routes X (T, n_arcs) 0/1 on the network (tails, heads)."""
+        if self.solver not in ROUTE_SOLVERS:
+            raise ValueError(f"unknown solver {self.solver!r}; choose one of {ROUTE_SOLVERS}")
+        if not (np.isfinite(self.lam) and self.lam > 0):
+            raise ValueError(f"lam must be a positive finite number; got {self.lam}")
+        if not self.tol > 0:
+            raise ValueError(f"tol must be positive; got {self.tol}")
+        Z = check_features(Z)
+        data = network_samples(tails, heads, n_nodes, X, Z, arc_features, usable)
+        started = time.perf_counter()
+        if self.solver == "auto":
+            result = solve_network_margin(data, self.lam)
+            Theta, potentials, flows = result.Theta, result.potentials, result.flows
+            certificate, rounds = result.certificate, result.rounds
+            info = dict(solver="network_working_set", rounds=rounds, working_rows=result.working_rows,
+                        history=result.history)
+        else:
+            Theta, potentials, flows = solve_network_margin_cvxpy(data, self.lam)
+            certificate = network_margin_certificate(Theta, potentials, flows, data, self.lam)
+            rounds, info = 1, dict(solver="cvxpy")
+        if not certificate["relative_gap"] <= self.tol:
+            raise RuntimeError(f"RouteMOM(lam={self.lam}): the solution's certified relative duality gap "
+                               f"{certificate['relative_gap']:.2e} is above tol={self.tol}")
+        info.update(seconds=time.perf_counter() - started, certificate_gap=certificate["relative_gap"])
+        self.coef_ = Theta
+        self.objective_ = certificate["objective"]
+        self.certificate_ = certificate
+        self.potentials_, self.flows_ = potentials, flows
+        self.n_iter_ = rounds
+        self.solver_info_ = info
+        self.n_features_in_ = Z.shape[1]
+        self.arc_features_ = None if arc_features is None else np.asarray(arc_features, dtype=float)
+        return self
+
+    def predict(self, Z, arc_features=None) -> np.ndarray:
+        """Predicted arc costs (T, n_arcs) for contexts Z; the shared model may be given other
+        arc features (another network's arcs, in the fitted attributes' order)."""
+        if not hasattr(self, "coef_"):
+            raise NotFittedError("RouteMOM is not fitted yet; call fit first")
+        Z = check_features(Z)
+        if Z.shape[1] != self.n_features_in_:
+            raise ValueError(f"Z has {Z.shape[1]} features but the model was fitted with {self.n_features_in_}")
+        F = self.arc_features_ if arc_features is None else np.asarray(arc_features, dtype=float)
+        if F is None:
+            return Z @ self.coef_.T
+        if F.ndim != 2 or F.shape[1] != self.coef_.shape[0]:
+            raise ValueError(f"arc features must have {self.coef_.shape[0]} columns; got {F.shape}")
+        return Z @ self.coef_.T @ F.T
+
+    predict_cost = predict
+
+
+def solve_network_margin_cvxpy(data: NetworkSamples, lam: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The whole QP (every row) by cvxpy/Clarabel: (Theta, potentials (T, nodes), row flows (T, n))."""
+    import cvxpy as cp
+
+    T, n, N = data.T, data.n, data.n_nodes
+    Theta = cp.Variable((data.q, data.d))
+    Y = cp.Variable((T, N))
+    C = data.Z @ Theta.T if data.F is None else data.Z @ Theta.T @ data.F.T
+    incidence = incidence_matrix(data.tails, data.heads, N)
+    reduced = C - Y @ incidence
+    rt, ra = np.nonzero(data.routes)
+    wt, wa = np.nonzero(data.rows)
+    flat = cp.reshape(reduced, (T * n,), order="C")
+    s = cp.Variable(wt.size, nonneg=True)
+    margin = flat[wt * n + wa] >= 1 - s
+    constraints = [flat[rt * n + ra] == 0, margin, Y[np.arange(T), data.destinations] == 0]
+    problem = cp.Problem(cp.Minimize(0.5 * lam * cp.sum_squares(Theta) + cp.sum(s) / T), constraints)
+    problem.solve(solver=cp.CLARABEL)
+    if problem.status != cp.OPTIMAL:
+        raise RuntimeError(f"cvxpy/Clarabel did not solve the network MOM QP (status {problem.status})")
+    flows = np.zeros((T, n))
+    flows[wt, wa] = np.clip(np.asarray(margin.dual_value) * T, 0.0, 1.0)
+    return np.asarray(Theta.value), np.asarray(Y.value), flows
+
+
+__all__ = ["RouteMOM", "ROUTE_SOLVERS", "solve_network_margin_cvxpy", "route_order", "predicted_costs"]

@@ -1,0 +1,110 @@
+"""The working set over arcs (solvers.network_margin) against the whole QP (cvxpy) and the
+dual formulation's block method, with its certificate, on grids and on a network with cycles."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.csgraph import dijkstra
+
+from mom_pipeline.methods import MOM
+from mom_pipeline.methods.route_mom import RouteMOM
+from mom_pipeline.problems import generate_shortest_path
+from mom_pipeline.solvers.network_margin import network_samples, solve_network_margin
+
+
+def grid_routes(grid=5, T=60, seed=0, degree=4, n_features=5):
+    trial = generate_shortest_path(n_train=T, n_test=1, degree=degree, grid=(grid, grid), n_features=n_features,
+                                   seed=seed)
+    X = trial.lp.solve(trial.train.C).x.round()
+    arcs = trial.lp.structure.arcs
+    return trial, X, arcs[:, 0], arcs[:, 1], grid * grid
+
+
+def two_way_network(seed=0, T=40, d=3):
+    """A random strongly connected graph with two-way roads, costs linear in z plus noise,
+    routes = exact shortest paths (scipy's Dijkstra on positive costs)."""
+    rng = np.random.default_rng(seed)
+    n_nodes = 12
+    pairs = {(i, (i + 1) % n_nodes) for i in range(n_nodes)}
+    while len(pairs) < 22:
+        i, j = rng.choice(n_nodes, 2, replace=False)
+        pairs.add((min(i, j), max(i, j)))
+    arcs = np.array([p for pair in sorted(pairs) for p in (pair, pair[::-1])])
+    tails, heads = arcs[:, 0], arcs[:, 1]
+    n = len(arcs)
+    Z = np.column_stack([rng.uniform(0, 1, (T, d - 1)), np.ones(T)])
+    true = rng.uniform(0.5, 2.0, (n, d))
+    C = Z @ true.T * rng.uniform(0.9, 1.1, (T, n))
+    X = np.zeros((T, n))
+    for t in range(T):
+        o, dest = rng.choice(n_nodes, 2, replace=False)
+        graph = sp.csr_matrix((C[t], (tails, heads)), shape=(n_nodes, n_nodes))
+        _, pred = dijkstra(graph, indices=o, return_predecessors=True)
+        node = dest
+        while node != o:
+            arc = np.flatnonzero((tails == pred[node]) & (heads == node))[0]
+            X[t, arc] = 1
+            node = pred[node]
+    return Z, X, tails, heads, n_nodes, rng
+
+
+@pytest.mark.parametrize("lam", [1e-3, 1e-1])
+def test_grid_equals_whole_qp_and_dual_formulation(lam):
+    trial, X, tails, heads, n_nodes = grid_routes()
+    Z = trial.train.Z
+    fast = RouteMOM(lam=lam).fit(Z, X, tails=tails, heads=heads, n_nodes=n_nodes)
+    reference = RouteMOM(lam=lam, solver="cvxpy").fit(Z, X, tails=tails, heads=heads, n_nodes=n_nodes)
+    dual = MOM(lam=lam, formulation="dual").fit(Z, X, lp=trial.lp)
+    assert fast.certificate_["relative_gap"] <= 1e-8
+    assert fast.certificate_["equality_residual"] <= 1e-8
+    assert abs(fast.objective_ - reference.objective_) <= 1e-6 * reference.objective_
+    assert abs(fast.objective_ - dual.objective_) <= 1e-6 * dual.objective_
+    assert np.allclose(fast.coef_, dual.coef_, atol=1e-4 * np.abs(dual.coef_).max())
+    # The working set is what made it exact, not all rows: fewer rows than the whole problem.
+    assert fast.solver_info_["working_rows"] < network_samples(tails, heads, n_nodes, X, Z).rows.sum()
+
+
+def test_network_with_cycles_per_arc_and_shared():
+    Z, X, tails, heads, n_nodes, rng = two_way_network()
+    F = np.column_stack([np.ones(len(tails)), rng.uniform(0, 1, (len(tails), 2))])
+    for arc_features in (None, F):
+        fast = RouteMOM(lam=1e-2).fit(Z, X, tails=tails, heads=heads, n_nodes=n_nodes, arc_features=arc_features)
+        reference = RouteMOM(lam=1e-2, solver="cvxpy").fit(Z, X, tails=tails, heads=heads, n_nodes=n_nodes,
+                                                           arc_features=arc_features)
+        assert abs(fast.objective_ - reference.objective_) <= 1e-6 * reference.objective_
+        assert fast.certificate_["relative_gap"] <= 1e-8
+        assert fast.coef_.shape == ((len(tails) if arc_features is None else 3), Z.shape[1])
+
+
+def test_unusable_arcs_carry_no_margin():
+    Z, X, tails, heads, n_nodes, rng = two_way_network(seed=1)
+    usable = rng.uniform(size=X.shape) < 0.7
+    usable |= X.astype(bool)
+    fast = RouteMOM(lam=1e-2).fit(Z, X, tails=tails, heads=heads, n_nodes=n_nodes, usable=usable)
+    reference = RouteMOM(lam=1e-2, solver="cvxpy").fit(Z, X, tails=tails, heads=heads, n_nodes=n_nodes, usable=usable)
+    everything = RouteMOM(lam=1e-2).fit(Z, X, tails=tails, heads=heads, n_nodes=n_nodes)
+    assert abs(fast.objective_ - reference.objective_) <= 1e-6 * reference.objective_
+    assert fast.objective_ < everything.objective_  # fewer rows, a smaller hinge
+
+
+def test_optimum_does_not_depend_on_the_starting_working_set():
+    trial, X, tails, heads, n_nodes = grid_routes(T=30, seed=3)
+    data = network_samples(tails, heads, n_nodes, X, trial.train.Z)
+    default = solve_network_margin(data, 1e-2)
+    empty = solve_network_margin(data, 1e-2, working=np.zeros_like(data.rows))
+    assert abs(default.objective - empty.objective) <= 1e-8 * default.objective
+    assert empty.rounds >= 2
+
+
+def test_bad_routes_are_named():
+    Z, X, tails, heads, n_nodes, _ = two_way_network(seed=2)
+    long = int(np.flatnonzero(X.sum(axis=1) >= 3)[0])
+    broken = X.copy()
+    tails_used = tails[X[long] == 1]
+    heads_used = heads[X[long] == 1]
+    middle = np.flatnonzero((X[long] == 1) & np.isin(tails, heads_used) & np.isin(heads, tails_used))[0]
+    broken[long, middle] = 0  # the route falls apart in two pieces
+    with pytest.raises(ValueError, match=f"sample {long}: its route is not a simple path"):
+        RouteMOM().fit(Z, broken, tails=tails, heads=heads, n_nodes=n_nodes)
+    with pytest.raises(ValueError, match="sample 0: its route uses an arc marked unusable"):
+        RouteMOM().fit(Z, X, tails=tails, heads=heads, n_nodes=n_nodes, usable=np.zeros_like(X, dtype=bool))

@@ -1,27 +1,13 @@
 """The inverse, prescribe and inverse_example pipelines through a KedroSession."""
 
-import contextlib
-
 import numpy as np
 import pandas as pd
 import pytest
-from kedro.framework.session import KedroSession
-from kedro.framework.startup import bootstrap_project
+
+from kedro_runs import latest as _latest
+from kedro_runs import run as _run
 
 from mom_pipeline.inverse import InverseInputError, make_example_dataset
-
-
-def _latest(folder):
-    (version,) = sorted(p for p in folder.iterdir() if p.is_dir())[-1:]
-    return version / folder.name
-
-
-def _run(project, pipeline, **runtime):
-    """Run in the project folder, as `kedro run` does (messages show paths relative to it)."""
-    bootstrap_project(project)
-    with contextlib.chdir(project), KedroSession.create(project_path=project, env="smoke",
-                                                        runtime_params=runtime or None) as session:
-        session.run(pipeline_names=[pipeline])
 
 
 def test_example_end_to_end(project_copy):

@@ -176,3 +176,12 @@ def test_messages_name_file_paths_and_ids_stay_text(project_copy):
     _rewrite(project_copy, "new_contexts", contexts)
     with pytest.raises(InverseInputError, match=r"data/01_raw/inverse/new_contexts.csv', row 2, id '0002'"):
         _run(project_copy, "prescribe")
+
+
+@pytest.mark.parametrize("inverse", [{"tuning": {"lambdas": [1e300]}}, {"model": {"lam": 1e300}}])
+def test_a_lambda_that_reproduces_no_held_out_decision_stops_the_run(project_copy, inverse):
+    """Issue 51 item 5: Theta = 0 gave arbitrary routes with exit 0."""
+    _user_tables(project_copy)
+    with pytest.raises(Exception, match=r"no held-out decision is reproduced by .*1e\+300"):
+        _run(project_copy, "inverse", inverse=inverse)
+    assert not (project_copy / "data" / "06_models" / "inverse").exists()  # no model saved

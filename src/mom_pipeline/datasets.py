@@ -1,5 +1,6 @@
-"""Project datasets: the fitted models of a figure (`TrialModelsDataset`) and a markdown file
-that kedro-viz previews (`MarkdownDataset`).
+"""Project datasets: the fitted models of a figure (`TrialModelsDataset`), a markdown file
+that kedro-viz previews (`MarkdownDataset`), and versioned datasets that read back their own
+run's version (`OwnRunVersion`: `RunPickleDataset`, `RunParquetDataset`, `RunCSVDataset`).
 
 The fitted-models dataset: one file per trial, written once, and a versioned manifest.
 
@@ -25,11 +26,42 @@ from typing import Any
 
 from kedro.io.core import AbstractVersionedDataset, DatasetError, Version
 from kedro_datasets._typing import HTMLPreview
+from kedro_datasets.pandas import CSVDataset, ParquetDataset
+from kedro_datasets.pickle import PickleDataset
 from kedro_datasets.text import TextDataset
 
 from mom_pipeline.experiments.storage import MethodIndex, StoredTrial, TrainingPlan, TrialStore
 
 log = logging.getLogger(__name__)
+
+
+class OwnRunVersion:
+    """Mixin for a versioned dataset: a node reads the version its own run saved.
+
+    Kedro loads the newest version on disk, and a run's versions are named by the time its
+    session started: a run started later that saves first (two runs at once, the second with
+    a fixed lambda) would hand the first run's next node the second run's table. With this
+    mixin the load version is the run's own save version whenever that version exists; a run
+    that did not save the dataset (``--from-nodes``, ``prescribe``) reads the newest, as
+    before, and ``--load-versions`` still pins one."""
+
+    def _fetch_latest_load_version(self) -> str:
+        own = self._version.save if self._version else None
+        if own and self._cached_load_version is None and self._exists_function(str(self._get_versioned_path(own))):
+            self._cached_load_version = own
+        return super()._fetch_latest_load_version()
+
+
+class RunPickleDataset(OwnRunVersion, PickleDataset):
+    """pickle.PickleDataset that reads back its own run's version (`OwnRunVersion`)."""
+
+
+class RunParquetDataset(OwnRunVersion, ParquetDataset):
+    """pandas.ParquetDataset that reads back its own run's version (`OwnRunVersion`)."""
+
+
+class RunCSVDataset(OwnRunVersion, CSVDataset):
+    """pandas.CSVDataset that reads back its own run's version (`OwnRunVersion`)."""
 
 
 class TrialModels:
@@ -68,7 +100,7 @@ def _index_directory(method_index: str | dict[str, str]) -> Path:
     return Path(path)
 
 
-class TrialModelsDataset(AbstractVersionedDataset[TrainingPlan, TrialModels]):
+class TrialModelsDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan, TrialModels]):
     """filepath: the manifest (e.g. data/06_models/fig1/models.json); model files go to
     ``trials/`` beside it. method_index: the folder of `MethodIndex` pointers shared by every
     experiment, as ``{path: data/06_models/method_index}`` (None: each trial trains all its

@@ -6,16 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mom_pipeline.networks import read_tntp_network, read_tntp_trips, shortest_routes, usable_arcs
+from mom_pipeline.networks import read_tntp_network, read_tntp_trips, shortest_routes
 from mom_pipeline.networks.generate import ARC_FEATURES, FEATURES, RAIN_DELAY, generate_routes, grid_network, link_times
 from mom_pipeline.networks.routes import validate_route_problem
-from network_files import NETWORKS_DIR, network_file
+from network_files import network_file, network_files
 
 
 @pytest.fixture(scope="module")
 def sioux_falls():
     network = read_tntp_network(network_file("SiouxFalls"))
-    return network, read_tntp_trips(NETWORKS_DIR / "SiouxFalls" / "SiouxFalls_trips.tntp")
+    return network, read_tntp_trips(network_files("SiouxFalls")[1])
 
 
 def test_seeded_and_deterministic(sioux_falls):
@@ -53,7 +53,7 @@ def test_noise_free_times_are_linear_in_both_models(sioux_falls):
 
 def test_zones_on_a_zoned_network():
     network = read_tntp_network(network_file("Berlin-Friedrichshain"))
-    trips = read_tntp_trips(NETWORKS_DIR / "Berlin-Friedrichshain" / "friedrichshain-center_trips.tntp")
+    trips = read_tntp_trips(network_files("Berlin-Friedrichshain")[1])
     tables = generate_routes(network, trips, n_observations=100, n_new=5, seed=2)
     problem, report = validate_route_problem(tables["network"], tables["routes"], tables["features"])
     assert len(report) == 0 and (problem.origins < network.first_thru_node).all()

@@ -10,7 +10,8 @@ import pytest
 from mom_pipeline.networks import (RouteOracleError, read_arc_table, read_tntp_network, shortest_routes,
                                    usable_arcs)
 from mom_pipeline.networks.generate import grid_network
-from network_files import NET_FILES, highs_routes, network_file
+from mom_pipeline.networks.reference import highs_shortest_routes as highs_routes
+from network_files import NET_FILES, network_file
 
 
 def random_pairs(network, T, rng):
@@ -106,3 +107,13 @@ def test_errors_name_the_sample():
         shortest_routes(network, costs[:2], [0, 0], [3, 3], usable)
     with pytest.raises(RouteOracleError, match="sample 0: .*NaN"):
         shortest_routes(network, np.full((1, network.n_arcs), np.nan), [0], [3])
+
+
+def test_failures_can_be_returned_instead_of_raised():
+    network, _ = grid_network(2, 2)
+    costs = np.ones((3, network.n_arcs))
+    costs[1, :2] = -5.0
+    routes, value, failures = shortest_routes(network, costs, [0, 0, 0], [3, 3, 3], return_cost=True,
+                                              return_failures=True)
+    assert list(failures) == [1] and "negative cycle" in failures[1]
+    assert routes[1].sum() == 0 and routes[0].sum() == 2 and value[2] == 2.0

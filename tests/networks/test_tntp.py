@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from mom_pipeline.networks import NetworkInputError, read_arc_table, read_tntp_network, read_tntp_trips
 
-from network_files import NET_FILES, NETWORKS_DIR, network_file
+from network_files import network_file, network_files
 
 HEADER = """<NUMBER OF ZONES> 2
 <NUMBER OF NODES> 4
@@ -39,9 +38,7 @@ def test_real_networks(name, nodes, links, first_thru):
 
 
 def test_trips_of_the_real_networks():
-    path = NETWORKS_DIR / "SiouxFalls" / "SiouxFalls_trips.tntp"
-    if not path.is_file():
-        pytest.skip(f"{path} is absent")
+    path = network_files("SiouxFalls")[1]
     trips = read_tntp_trips(path, n_zones=24)
     assert trips.shape == (24, 24) and trips.sum() == pytest.approx(360600.0)
     assert trips[0, 1] == 100.0 and trips[0, 3] == 500.0

@@ -97,8 +97,11 @@ def fitted_on(model, problem: InverseProblem) -> FittedOn:
     current = problem_fingerprint(problem)
     if record.problem != current:
         raise InverseInputError(None, f"the model was fitted on another problem (fingerprint {record.problem}) than "
-                                      f"the validated problem saved with it ({current}): the last inverse run "
-                                      "probably stopped after validating its inputs; rerun the inverse pipeline")
+                                      f"the newest validated problem ({current}): the last inverse run "
+                                      "probably stopped after validating its inputs; rerun the inverse pipeline, or "
+                                      "prescribe with this model and the problem of its own run: kedro run "
+                                      "--pipelines=prescribe --load-versions=<namespace>.problem:<the model's "
+                                      "version, its folder under data/06_models/<namespace>/model.pkl/>")
     return record
 
 

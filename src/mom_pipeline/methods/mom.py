@@ -9,6 +9,7 @@ method of `mom_pipeline.solvers` (or the cvxpy reference), the formulation witho
 from __future__ import annotations
 
 import time
+import warnings
 from typing import ClassVar
 
 import numpy as np
@@ -22,9 +23,42 @@ from .mom_problem import (SUPPORT_TOL, hinge_rows, mom_hinge_loss, mom_objective
 from .mom_solve import (FORMULATIONS, SOLVERS, _check_hyperparameters, solve_hinge_qp, solve_hinge_qp_cvxpy, solve_mom,
                         solve_mom_path)
 
-__all__ = ["MOM", "FORMULATIONS", "SOLVERS", "SUPPORT_TOL", "dual_formulation_objective", "hinge_rows",
-           "mom_hinge_loss", "mom_objective", "optimality_margins", "solve_dual_formulation", "solve_hinge_qp",
+__all__ = ["MOM", "FORMULATIONS", "DegenerateFitWarning", "negligible_costs", "SOLVERS", "SUPPORT_TOL",
+           "dual_formulation_objective", "hinge_rows", "mom_hinge_loss", "mom_objective", "optimality_margins", "solve_dual_formulation", "solve_hinge_qp",
            "solve_hinge_qp_cvxpy", "solve_mom", "support_mask"]
+
+# Predicted costs no larger than this are zero to the LP solvers (HiGHS's optimality tolerances
+# are 1e-7): every feasible basis is optimal for them and the decisions are arbitrary. MOM's
+# margins are 1, so a fit's costs are about 1 / lam at large lam: the example's routes are still
+# 70 % reproduced at lam = 1e7 (costs 3e-7), none at lam = 1e300 (costs 3e-300).
+NEGLIGIBLE_COST = 1e-10
+
+
+class DegenerateFitWarning(UserWarning):
+    """A MOM fit whose predicted costs are zero to round-off (lam far too large)."""
+
+
+def negligible_costs(coef, Z) -> float | None:
+    """The largest predicted cost |Theta z| over the rows of Z when it is at most
+    NEGLIGIBLE_COST (the decisions of such a fit are arbitrary), else None."""
+    largest = float(np.abs(np.asarray(Z, dtype=float) @ np.asarray(coef, dtype=float).T).max(initial=0.0))
+    return largest if largest <= NEGLIGIBLE_COST else None
+
+
+def _refuse_zero_features(Z: np.ndarray) -> None:
+    """Every prediction Theta z of an all-zero feature matrix is 0 whatever Theta: refused."""
+    if Z.size and not Z.any():
+        raise ValueError(f"MOM: every feature of Z is zero (all {Z.shape[1]} columns on the {Z.shape[0]} samples): "
+                         "Theta z = 0 for any Theta, so there is nothing to learn; pass the features (and a "
+                         "constant column for an intercept)")
+
+
+def _warn_if_degenerate(model: "MOM", Z: np.ndarray) -> None:
+    largest = negligible_costs(model.coef_, Z)
+    if largest is not None:
+        warnings.warn(f"MOM(lam={model.lam:g}): the fitted Theta is zero to round-off (largest predicted cost "
+                      f"{largest:.3g} on the training samples, at most {NEGLIGIBLE_COST:g}): its decisions are "
+                      "arbitrary; choose a smaller lam", DegenerateFitWarning, stacklevel=3)
 
 
 def _check_solutions(X_star, T: int, n: int) -> np.ndarray:
@@ -77,6 +111,7 @@ class MOM(LinearCostModel):
         _check_hyperparameters(self.lam, self.radius, self.tol)
         threads = threads_of(self.n_jobs)
         Z = check_features(Z)
+        _refuse_zero_features(Z)
         T = Z.shape[0]
         start = time.perf_counter()
         if self.formulation == "dual":
@@ -100,6 +135,7 @@ class MOM(LinearCostModel):
         self.coef_ = Theta
         self.solver_info_ = info
         self.n_features_in_ = Z.shape[1]
+        _warn_if_degenerate(self, Z)
         return self
 
     def _set_dual_solution(self, Theta, y, info: dict, A, X, Z) -> None:
@@ -138,8 +174,11 @@ class MOM(LinearCostModel):
             else:
                 model.fit(Z, X_star, A=A, b=b, lp=lp, basis=basis, C=C)
         Z = check_features(Z)
+        _refuse_zero_features(Z)
         if dual_path:
             cls._fit_dual_path(dual_path, Z, X_star, A, b, lp)
+            for model in dual_path:
+                _warn_if_degenerate(model, Z)
         if not groups:
             return models
         constraint_matrix, bases = cls._bases(Z, X_star, A, b, lp, basis)
@@ -159,6 +198,7 @@ class MOM(LinearCostModel):
                 model.n_iter_ = int(info.get("iterations", 1))
                 model.solver_info_ = dict(info, seconds=seconds)
                 model.n_features_in_ = Z.shape[1]
+                _warn_if_degenerate(model, Z)
         return models
 
     @staticmethod

@@ -27,6 +27,20 @@ from mom_pipeline.methods.mom_solve import SOLVERS
 PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
+def auto_or_positive(value, name: str):
+    """A lambda parameter: "auto" or a positive number (one message instead of pydantic's
+    two, one per branch of the union)."""
+    if value == "auto":
+        return value
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not math.isfinite(number) or number <= 0:
+        raise SpecError(f"{name} must be 'auto' (chosen by validation) or a positive number; got {value!r}")
+    return number
+
+
 class InverseModelParams(StrictModel):
     """MOM's hyperparameters (`methods.mom.MOM`); lam is "auto" (chosen by validation on
     held-out observations, `InverseTuningParams`) or a number that fixes it."""
@@ -43,16 +57,7 @@ class InverseModelParams(StrictModel):
     @field_validator("lam", mode="before")
     @classmethod
     def _auto_or_positive(cls, value):
-        # one message instead of pydantic's two (one per branch of the union)
-        if value == "auto":
-            return value
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = float("nan")
-        if isinstance(value, bool) or not math.isfinite(number) or number <= 0:
-            raise SpecError(f"inverse.model.lam must be 'auto' (chosen by validation) or a positive number; got {value!r}")
-        return number
+        return auto_or_positive(value, f"{cls.where}.lam")
 
     @field_validator("n_jobs")
     @classmethod

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mom_pipeline.methods.mom import MOM
-from mom_pipeline.methods.mom_dual import dual_formulation_certificate
+from mom_pipeline.methods.mom_dual_problem import dual_formulation_certificate
 from mom_pipeline.problems import generate_knapsack, generate_shortest_path
 from mom_pipeline.solvers.block_hinge_ipm import block_hinge_qp
 
@@ -58,8 +58,9 @@ def test_both_dual_solvers_agree_on_degenerate_shortest_paths(lam):
 def test_problems_too_large_for_memory_stop_before_any_solve(monkeypatch):
     """Above the budget a fit stops at once (no Clarabel fallback, which needed more memory
     still), naming the sizes and the most observations that fit; those do fit."""
-    from mom_pipeline.methods.mom_dual import DualFormulationTooLarge, check_dual_formulation_fits
+    from mom_pipeline.methods.mom_dual import check_dual_formulation_fits
     from mom_pipeline.solvers import policy
+    from mom_pipeline.solvers.policy import DualFormulationTooLarge
 
     trial = generate_shortest_path(80, 0, degree=4, eps_bar=0.5, seed=5)
     X = trial.lp.solve(trial.train.C).x

@@ -1,8 +1,9 @@
 """Maximum Optimality Margin (MOM), offline: learn c_hat = Theta z from observed optimal solutions.
 
 The estimator. The problem (hinge rows, objective, certificate) is `mom_problem`; solving it
-is `mom_solve` (basis formulation: the exact working-set method of `mom_pipeline.solvers`, or
-the cvxpy reference) and `mom_dual` (the formulation without a basis).
+is `mom_solve.solve_mom(..., formulation=)`: the basis formulation by the exact working-set
+method of `mom_pipeline.solvers` (or the cvxpy reference), the formulation without a basis
+(`mom_dual_problem`) by `mom_dual`.
 """
 
 from __future__ import annotations
@@ -15,16 +16,17 @@ import numpy as np
 
 from ..lp import StandardFormLP
 from .base import LinearCostModel, check_features, check_samples, estimator_hyperparameters, resolve_lp
-from .mom_dual import dual_formulation_objective, solve_dual_formulation, solve_dual_formulation_path, threads_of
+from .mom_dual import solve_dual_formulation, solve_dual_formulation_path, threads_of
+from .mom_dual_problem import dual_formulation_objective
 from .mom_problem import (SUPPORT_TOL, hinge_rows, mom_hinge_loss, mom_objective, operators_of_bases,
                           optimality_margins, support_mask)
-from .mom_solve import SOLVERS, _check_hyperparameters, solve_hinge_qp, solve_hinge_qp_cvxpy, solve_mom, solve_mom_path
+from .mom_solve import (FORMULATIONS, SOLVERS, _check_hyperparameters, solve_hinge_qp, solve_hinge_qp_cvxpy, solve_mom,
+                        solve_mom_path)
 
-__all__ = ["MOM", "FORMULATIONS", "DegenerateFitWarning", "negligible_costs", "SOLVERS", "SUPPORT_TOL", "dual_formulation_objective", "hinge_rows",
-           "mom_hinge_loss", "mom_objective", "optimality_margins", "solve_dual_formulation", "solve_hinge_qp",
+__all__ = ["MOM", "FORMULATIONS", "DegenerateFitWarning", "negligible_costs", "SOLVERS", "SUPPORT_TOL",
+           "dual_formulation_objective", "hinge_rows", "mom_hinge_loss", "mom_objective", "optimality_margins", "solve_dual_formulation", "solve_hinge_qp",
            "solve_hinge_qp_cvxpy", "solve_mom", "support_mask"]
 
-FORMULATIONS = ("basis", "dual")
 # Predicted costs no larger than this are zero to the LP solvers (HiGHS's optimality tolerances
 # are 1e-7): every feasible basis is optimal for them and the decisions are arbitrary. MOM's
 # margins are 1, so a fit's costs are about 1 / lam at large lam: the example's routes are still
@@ -83,7 +85,7 @@ class MOM(LinearCostModel):
     Learned: coef_ (n, d), objective_ (optimal training objective), solver_info_ (dict),
     n_iter_ (working-set rounds; 1 for Clarabel on the whole problem), n_features_in_; with
     formulation="dual" also dual_ (T, m) the duals y and flows_ (T, n) the dual flows of the
-    block method (None after Clarabel): `mom_dual.dual_formulation_certificate` checks both.
+    block method (None after Clarabel): `mom_dual_problem.dual_formulation_certificate` checks both.
     """
 
     needs_costs: ClassVar[bool] = False
@@ -119,10 +121,10 @@ class MOM(LinearCostModel):
             X = _check_solutions(X_star, T, problem.n)
             if problem.A.ndim == 3 and problem.A.shape[0] != T:
                 raise ValueError(f"the LP has {problem.A.shape[0]} samples but Z has {T}")
-            # Any basis containing the supports parametrizes the same problem (see there).
-            Theta, y, info = solve_dual_formulation(problem.A, problem.basis_from_solution(X), X, Z, self.lam,
-                                                    self.radius, self.solver, threads=threads)
-            self._set_dual_solution(Theta, y, info, problem.A, X, Z)
+            # Any basis containing the supports parametrizes the same problem (`mom_dual_problem`).
+            Theta, info = solve_mom(None, Z, self.lam, self.radius, self.solver, self.tol, A=problem.A,
+                                    formulation="dual", basis=problem.basis_from_solution(X), X=X, threads=threads)
+            self._set_dual_solution(Theta, info.pop("duals"), info, problem.A, X, Z)
         else:
             constraint_matrix, basis = self._bases(Z, X_star, A, b, lp, basis)
             M = operators_of_bases(constraint_matrix, basis)
@@ -138,7 +140,7 @@ class MOM(LinearCostModel):
 
     def _set_dual_solution(self, Theta, y, info: dict, A, X, Z) -> None:
         """The learned state of a dual-formulation fit (the block method's flows move from info
-        to flows_, the dual certificate's input: `mom_dual.dual_formulation_certificate`)."""
+        to flows_, the dual certificate's input: `mom_dual_problem.dual_formulation_certificate`)."""
         self.objective_ = dual_formulation_objective(Theta, y, A, X, Z, self.lam)
         self.dual_ = y
         self.flows_ = info.pop("flows", None)

@@ -1,4 +1,5 @@
-"""Solving the MOM problem: one entry point (`solve_mom`) and its solvers.
+"""Solving the MOM problem: one entry point (`solve_mom(..., formulation=)`) and the basis
+formulation's solvers (the dual formulation's are `mom_dual`).
 
 * "auto" (the default; "fast" is the same): the exact working-set method of
   `solvers.hinge_working_set` on MOM's rows, rescaled to a largest row norm of 1; which
@@ -14,9 +15,11 @@ from ..blas_threads import one_blas_thread
 from ..solvers.hinge_path import solve_hinge_path
 from ..solvers.hinge_working_set import solve_working_set
 from ..solvers.policy import cost_subspace_pays
+from .mom_dual import solve_dual_formulation
 from .mom_problem import MOMHingeRows, constraint_null_space, hinge_rows, singular_values_and_rows
 
 SOLVERS = ("auto", "fast", "cvxpy")
+FORMULATIONS = ("basis", "dual")
 
 
 def _check_hyperparameters(lam, radius, tol) -> None:
@@ -158,17 +161,32 @@ def solve_hinge_qp_cvxpy(M, Z, lam: float, radius: float | None = None) -> tuple
     return np.asarray(w.value).reshape(n, d), dict(status=problem.status, solver_objective=float(problem.value))
 
 
-def solve_mom(M, Z, lam: float, radius: float | None = None, solver: str = "auto",
-              tol: float = 1e-8, A=None) -> tuple[np.ndarray, dict]:
-    """The MOM coefficient Theta (n, d) for reduced-cost operators M (T, K, n) and features Z (T, d).
+def solve_mom(M, Z, lam: float, radius: float | None = None, solver: str = "auto", tol: float = 1e-8, A=None, *,
+              formulation: str = "basis", basis=None, X=None, threads: int = 1) -> tuple[np.ndarray, dict]:
+    """The MOM coefficient Theta (n, d) and the solve's diagnostics, for features Z (T, d): the
+    one entry point of both formulations (`MOM.fit` and the online FTRL re-solves call it).
 
-    The entry point for callers that already hold the operators (online FTRL re-solves); A
-    as `solve_hinge_qp` (the fast solver's reduction; the cvxpy reference solves the whole
-    problem).
+    formulation "basis": M (T, K, n) the reduced-cost operators of the observed bases; A as
+        `solve_hinge_qp` (the fast solver's reduction; the cvxpy reference solves the whole
+        problem); the working-set method, or the cvxpy reference (solver="cvxpy").
+    formulation "dual": M unused (None); A the constraint matrix, X (T, n) the observed
+        solutions and basis (T, m) bases containing their supports (`mom_dual`); the block
+        method on `threads` threads, or Clarabel (solver="cvxpy", or with a ball); the
+        diagnostics hold the duals y (T, m) as info["duals"] and the dual flows as info["flows"]
+        ((T, n), None after Clarabel). tol does not apply (the block method's own tolerances).
     """
     _check_hyperparameters(lam, radius, tol)
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; choose one of {SOLVERS}")
+    if formulation == "dual":
+        if X is None or basis is None or A is None:
+            raise ValueError("formulation='dual' needs the constraint matrix A, the observed solutions X and bases")
+        Theta, y, info = solve_dual_formulation(A, basis, X, Z, lam, radius, solver, threads=threads)
+        info["duals"] = y
+        info.setdefault("flows", None)
+        return Theta, info
+    if formulation != "basis":
+        raise ValueError(f"unknown formulation {formulation!r}; choose one of {FORMULATIONS}")
     if solver in ("auto", "fast"):
         return solve_hinge_qp(M, Z, lam, radius=radius, tol=tol, A=A)
-    if solver == "cvxpy":
-        return solve_hinge_qp_cvxpy(M, Z, lam, radius=radius)
-    raise ValueError(f"unknown solver {solver!r}; choose one of {SOLVERS}")
+    return solve_hinge_qp_cvxpy(M, Z, lam, radius=radius)

@@ -41,7 +41,8 @@ result):
   the whole sparse problem, the former fallback, needed 1.8-11x the block method's memory and
   3.7-24x its time on the problems measured, all but the smallest: 10 observations of a
   760-arc grid, far below any budget; docs/decisions/004-dual-formulation-memory-budget.md.)
-  This is not a choice of path: a problem either runs on the block method or stops.
+  This is not a choice of path: a problem either runs on the block method or stops
+  (`check_dual_formulation_memory`).
 * `block_ipm_threads(requested, T, K, q, n, d)`: how many of the requested threads share its
   Newton steps (one on problems too small to share: the shipped inverse example ran 2x slower
   on two threads).
@@ -181,6 +182,43 @@ def block_ipm_fits(T: int, K: int, q: int, n: int, d: int, m: int = 0, threads: 
                    r: int | None = None) -> bool:
     """True when the block interior-point method's estimated peak fits in `block_ipm_budget()`."""
     return block_ipm_bytes(T, K, q, n, d, m, threads, r) <= block_ipm_budget()
+
+
+def check_dual_formulation_memory(T: int, n: int, m: int, q: int, d: int, threads: int = 1,
+                                  r: int | None = None) -> None:
+    """Stop before any solve when the block method's estimated peak (`block_ipm_bytes`) exceeds
+    its budget (`block_ipm_budget`): `DualFormulationTooLarge`, naming the sizes, the most
+    observations that fit and the ways out.
+
+    T samples of n columns and m rows (standard form), q the most free reduced costs of a sample,
+    d features; r the costs the block method works on (n - rank(A) with one constraint matrix).
+    There is no fallback: Clarabel on the whole sparse problem needs several times more memory
+    than the block method wherever the block method's is large, so it would only fail later
+    (docs/decisions/004-dual-formulation-memory-budget.md).
+    """
+    if block_ipm_fits(T, n - m, q, n, d, m, threads, r):
+        return
+
+    def needed(samples: int) -> float:
+        return block_ipm_bytes(samples, n - m, q, n, d, m, threads, r)
+
+    budget = block_ipm_budget()
+    fitting, over = 0, T  # the most observations that fit: needed() grows with T
+    while over - fitting > 1:
+        middle = (fitting + over) // 2
+        fitting, over = (middle, over) if needed(middle) <= budget else (fitting, middle)
+    origin = ("set by solvers.policy.BLOCK_IPM_MAX_BYTES" if BLOCK_IPM_MAX_BYTES is not None else
+              "half of this machine's memory; solvers.policy.BLOCK_IPM_MAX_BYTES overrides it")
+    raise DualFormulationTooLarge(
+        f"dual-formulation MOM: {T} observations of {n} columns and {m} rows with {d} features need an estimated "
+        f"{_size(needed(T))}, above the {_size(budget)} this fit may use ({origin}); "
+        + (f"at most {fitting} observations of this problem fit. Fit fewer observations, use " if fitting else
+           "not even one observation of this problem fits. Use ")
+        + "formulation='basis' (bases completed from x*), or a machine with more memory.")
+
+
+def _size(n_bytes: float) -> str:
+    return f"{n_bytes / 2**30:.1f} GB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:.0f} MB"
 
 
 # Block interior-point method: one more thread per this much work per Newton step (the

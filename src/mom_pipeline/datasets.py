@@ -130,10 +130,14 @@ class TrialModelsDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan, T
             if not data.resume or store.load(key) is None:
                 missing.append(cell)
             else:
-                log.info("%s: reusing finished trial (setting %d, trial %d) from %s", data.name, *cell,
-                         store.path(key))
+                log.debug("%s: reusing finished trial (setting %d, trial %d) from %s", data.name, *cell,
+                          store.path(key))
                 if index is not None:
                     index.record(data.method_keys.get(cell, {}), store.path(key))
+        finished = len(data.keys) - len(missing)
+        if finished:  # one line per figure; the trials one by one at debug level (the log file)
+            log.info("%s: reusing finished trial%s: %d of %d, from %s", data.name, "s" if finished > 1 else "",
+                     finished, len(data.keys), store.directory)
         reused = {}
         if index is not None and (data.resume or data.trained_since is not None):
             for cell in missing:
@@ -141,8 +145,13 @@ class TrialModelsDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan, T
                 if found:
                     reused[cell] = found
                     sources = sorted({str(path) for _, path in found.values()})
-                    log.info("%s: setting %d, trial %d: reusing %s, trained on the same data, from %s", data.name,
-                             *cell, ", ".join(found), ", ".join(sources))
+                    log.debug("%s: setting %d, trial %d: reusing %s, trained on the same data, from %s", data.name,
+                              *cell, ", ".join(found), ", ".join(sources))
+        if reused:
+            methods = list(dict.fromkeys(label for found in reused.values() for label in found))  # configured order
+            folders = sorted({str(Path(path).parent) for found in reused.values() for _, path in found.values()})
+            log.info("%s: reusing %s, trained on the same data, in %d of %d trials, from %s", data.name,
+                     ", ".join(methods), len(reused), len(data.keys), ", ".join(folders))
         for stored in data.train(missing, reused):
             path = store.save(stored)
             if index is not None:

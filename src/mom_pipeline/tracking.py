@@ -28,7 +28,7 @@ from pathlib import Path
 
 from kedro.framework.hooks import hook_impl
 
-from mom_pipeline.hooks import git_state
+from mom_pipeline.hooks import git_state, saved_path
 from mom_pipeline.reporting.tables import metric_name
 
 log = logging.getLogger(__name__)
@@ -76,14 +76,6 @@ def local_store(config: dict, project_path: str | Path) -> dict:
         create["artifact_location"] = (Path(project_path).resolve() / LOCAL_ARTIFACTS).as_uri()
     return {**config, "server": server,
             "tracking": {**tracking, "experiment": {**experiment, "create_experiment_kwargs": create}}}
-
-
-def saved_path(dataset):
-    """The file a dataset has just saved (its save version's file when versioned), or None."""
-    version = getattr(dataset, "_version", None)
-    if version is not None and version.save:
-        return dataset._get_versioned_path(version.save)
-    return getattr(dataset, "_filepath", None)
 
 
 def flatten_parameters(prefix: str, value) -> dict[str, str]:

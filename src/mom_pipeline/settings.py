@@ -37,8 +37,8 @@ CONFIG_LOADER_ARGS = {
     "merge_strategy": {"parameters": "soft", "catalog": "soft"},
 }
 
-from mom_pipeline.hooks import RunReportHooks  # noqa: E402
+from mom_pipeline.hooks import ProcessSettingsHooks, RunReportHooks  # noqa: E402
 from mom_pipeline.runtime_params import RuntimeParameterHooks  # noqa: E402
 from mom_pipeline.tracking import TrackingHooks  # noqa: E402
 
-HOOKS = (RunReportHooks(), RuntimeParameterHooks(), TrackingHooks())
+HOOKS = (ProcessSettingsHooks(), RunReportHooks(), RuntimeParameterHooks(), TrackingHooks())

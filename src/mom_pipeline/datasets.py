@@ -34,6 +34,7 @@ from kedro_datasets.pickle import PickleDataset
 from kedro_datasets.text import TextDataset
 
 from mom_pipeline.experiments.storage import MethodIndex, StoredTrial, TrainingPlan, TrialStore
+from mom_pipeline.experiments.train import trained_by
 
 log = logging.getLogger(__name__)
 
@@ -132,11 +133,12 @@ class ModelTrainingDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan,
         index = self._method_index
         missing = []
         for cell, key in data.keys.items():
-            if not data.resume or store.load(key) is None:
+            stored = store.load(key) if data.resume else None
+            if stored is None:
                 missing.append(cell)
             else:
-                log.info("%s: reusing finished trial (setting %d, trial %d) from %s", data.name, *cell,
-                         store.path(key))
+                log.info("%s: reusing finished trial (setting %d, trial %d) from %s, %s", data.name, *cell,
+                         store.path(key), trained_by(stored.methods.values()))
                 if index is not None:
                     index.record(data.method_keys.get(cell, {}), store.path(key))
         reused = {}
@@ -146,8 +148,8 @@ class ModelTrainingDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan,
                 if found:
                     reused[cell] = found
                     sources = sorted({str(path) for _, path in found.values()})
-                    log.info("%s: setting %d, trial %d: reusing %s, trained on the same data, from %s", data.name,
-                             *cell, ", ".join(found), ", ".join(sources))
+                    log.info("%s: setting %d, trial %d: reusing %s, trained on the same data, from %s, %s", data.name,
+                             *cell, ", ".join(found), ", ".join(sources), trained_by(m for m, _ in found.values()))
         for stored in data.train(missing, reused):
             path = store.save(stored)
             if index is not None:

@@ -1,14 +1,17 @@
-"""Project datasets: the fitted models of a figure (`TrialModelsDataset`), a markdown file
-that kedro-viz previews (`MarkdownDataset`), and versioned datasets that read back their own
-run's version (`OwnRunVersion`: `RunPickleDataset`, `RunParquetDataset`, `RunCSVDataset`).
+"""Project datasets: the training and fitted models of a figure (`ModelTrainingDataset`), a
+markdown file that kedro-viz previews (`MarkdownDataset`), and versioned datasets that read
+back their own run's version (`OwnRunVersion`: `RunPickleDataset`, `RunParquetDataset`,
+`RunCSVDataset`).
 
-The fitted-models dataset: one file per trial, written once, and a versioned manifest.
+The models dataset is where a figure's models are trained: saving it runs the training. Its
+files: one per trial, written once, and a versioned manifest.
 
-``{figure}.models`` in conf/base/catalog.yml. Saving takes a `TrainingPlan` (the training
-node's output): trials whose model file already exists and loads are reused (logged in the
-main process, so the line reaches the console with any backend); of the others, the methods
-already trained on the same data by any experiment (`method_index`, `storage.MethodIndex`)
-are reused and the rest are trained, and
+``{figure}.models`` in conf/base/catalog.yml. Saving takes a `TrainingPlan` (the output of
+the `plan_training` node, which trains nothing itself): trials whose model file already exists
+and loads are reused (logged in the main process, so the line reaches the console with any
+backend); of the others, the methods already trained on the same data by any experiment
+(`method_index`, `storage.MethodIndex`) are reused and the rest are trained by the plan's
+`train` (`experiments.train.train_for_storage`, fanned out by `experiments.compute`), and
 each is written atomically as soon as it is done (`experiments.storage.TrialStore`). The
 manifest ``models.json/<version>/models.json`` then lists this run's trials and their files;
 loading reads the manifest of a version and returns a `TrialModels` lookup. Files are named
@@ -101,7 +104,7 @@ def _index_directory(method_index: str | dict[str, str]) -> Path:
     return Path(path)
 
 
-class TrialModelsDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan, TrialModels]):
+class ModelTrainingDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan, TrialModels]):
     """filepath: the manifest (e.g. data/06_models/fig1/models.json); model files go to
     ``trials/`` beside it. method_index: the folder of `MethodIndex` pointers shared by every
     experiment, as ``{path: data/06_models/method_index}`` (None: each trial trains all its
@@ -122,6 +125,8 @@ class TrialModelsDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan, T
                 "method_index": str(self._method_index.directory) if self._method_index else None}
 
     def save(self, data: TrainingPlan) -> None:
+        """Train what the plan's stored trials and the method index do not already hold, writing
+        each trial as it finishes, then this version's manifest."""
         store = TrialStore(self._trials, data.min_free_bytes)
         store.directory.mkdir(parents=True, exist_ok=True)
         store.remove_stale_temporaries()

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 import mom_pipeline
-from mom_pipeline.datasets import TrialModelsDataset
+from mom_pipeline.datasets import ModelTrainingDataset
 from mom_pipeline.experiments import generate_experiment, parse_spec, solve_experiment
 from mom_pipeline.experiments.code_identity import code_identity, source_commit
 from mom_pipeline.experiments.compute import ComputeConfig, StorageConfig
 from mom_pipeline.methods.registry import METHODS
-from mom_pipeline.pipelines.experiment.nodes import train_models
+from mom_pipeline.pipelines.experiment.nodes import plan_training
 
 SPEC = {"name": "fig1", "problem": "shortest_path", "sweep": {"param": "degree", "values": [2]},
         "fixed": {"n_train": 30, "n_test": 10}, "trials": 1, "seed": 5,
@@ -34,10 +34,10 @@ import json, logging, sys
 from pathlib import Path
 import mom_pipeline
 import mom_pipeline.experiments.train as train_module
-from mom_pipeline.datasets import TrialModelsDataset
+from mom_pipeline.datasets import ModelTrainingDataset
 from mom_pipeline.experiments import generate_experiment, parse_spec, solve_experiment
 from mom_pipeline.experiments.compute import ComputeConfig, StorageConfig
-from mom_pipeline.pipelines.experiment.nodes import train_models
+from mom_pipeline.pipelines.experiment.nodes import plan_training
 assert mom_pipeline.__file__.startswith(sys.argv[2]), mom_pipeline.__file__
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
 calls, original = [], train_module.train_method
@@ -47,9 +47,9 @@ def counting(spec, config, trial, solutions):
 train_module.train_method = counting
 spec = parse_spec(json.loads(sys.argv[1]))
 data = generate_experiment(spec)
-plan = train_models(data, solve_experiment(data, spec.basis_mode, spec.name), spec, ComputeConfig(), StorageConfig())
+plan = plan_training(data, solve_experiment(data, spec.basis_mode, spec.name), spec, ComputeConfig(), StorageConfig())
 folder = Path(sys.argv[3])
-TrialModelsDataset(str(folder / spec.name / "models.json"), method_index=str(folder / "method_index")).save(plan)
+ModelTrainingDataset(str(folder / spec.name / "models.json"), method_index=str(folder / "method_index")).save(plan)
 print(json.dumps(sorted(set(calls))))
 """
 
@@ -104,9 +104,9 @@ def test_a_trial_is_trained_again_after_its_solver_changed(package_copy, tmp_pat
     """The issue's reproduction: edit a solver's numerics and rerun; the old models came back."""
     spec = parse_spec(SPEC)
     data = generate_experiment(spec)
-    plan = train_models(data, solve_experiment(data, spec.basis_mode, spec.name), spec, ComputeConfig(),
+    plan = plan_training(data, solve_experiment(data, spec.basis_mode, spec.name), spec, ComputeConfig(),
                         StorageConfig())
-    TrialModelsDataset(str(tmp_path / "fig1" / "models.json"), method_index=str(tmp_path / "index")).save(plan)
+    ModelTrainingDataset(str(tmp_path / "fig1" / "models.json"), method_index=str(tmp_path / "index")).save(plan)
     stored = next(iter((tmp_path / "fig1" / "trials").glob("*.pkl")))
     # the same code elsewhere (comments and docstrings aside): nothing is trained, and the log
     # says what trained the reused trial
@@ -124,15 +124,15 @@ def test_a_stored_method_records_what_trained_it(tmp_path, caplog):
     spec = parse_spec(SPEC)
     data = generate_experiment(spec)
     solutions = solve_experiment(data, spec.basis_mode, spec.name)
-    dataset = TrialModelsDataset(str(tmp_path / "fig1" / "models.json"), method_index=str(tmp_path / "index"))
-    dataset.save(train_models(data, solutions, spec, ComputeConfig(), StorageConfig()))
+    dataset = ModelTrainingDataset(str(tmp_path / "fig1" / "models.json"), method_index=str(tmp_path / "index"))
+    dataset.save(plan_training(data, solutions, spec, ComputeConfig(), StorageConfig()))
     methods = dataset.load().load(0, 0).methods
     assert {label: m.code for label, m in methods.items()} == {"MOM": code_identity("MOM"),
                                                                "Ridge": code_identity("Ridge")}
     assert {m.commit for m in methods.values()} == {source_commit()}
     with caplog.at_level(logging.INFO):  # another experiment on the same data reuses them, saying so
         other = parse_spec({**SPEC, "name": "fig6"})
-        TrialModelsDataset(str(tmp_path / "fig6" / "models.json"), method_index=str(tmp_path / "index")).save(
-            train_models(data, solutions, other, ComputeConfig(), StorageConfig()))
+        ModelTrainingDataset(str(tmp_path / "fig6" / "models.json"), method_index=str(tmp_path / "index")).save(
+            plan_training(data, solutions, other, ComputeConfig(), StorageConfig()))
     assert f"reusing MOM, Ridge, trained on the same data, from {tmp_path / 'fig1' / 'trials'}" in caplog.text
     assert f"trained at {source_commit() or 'an unknown commit'} (code " in caplog.text

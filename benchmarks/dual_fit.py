@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from mom_pipeline.allocator import keep_freed_memory
 from mom_pipeline.methods.mom import MOM
 from mom_pipeline.methods.mom_dual import threads_of
 from mom_pipeline.methods.mom_dual_problem import dual_formulation_certificate
@@ -73,4 +74,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    keep_freed_memory()  # the malloc settings a Kedro run works under (mom_pipeline.allocator)
     main()

@@ -18,6 +18,7 @@ import time
 import cvxpy as cp
 import numpy as np
 
+from mom_pipeline.allocator import keep_freed_memory
 from mom_pipeline.lp import reduced_cost_operator
 from mom_pipeline.methods.mom import MOM, mom_objective
 from mom_pipeline.problems import generate_knapsack, generate_shortest_path
@@ -87,4 +88,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    keep_freed_memory()  # the malloc settings a Kedro run works under (mom_pipeline.allocator)
     main()

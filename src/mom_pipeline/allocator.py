@@ -15,10 +15,12 @@ faults and 9.8 s with the settings below, the coefficients identical bit for bit
   mapping shows it the size, and trims the heap again at twice its current value);
 * M_TRIM_THRESHOLD = 256 MB: up to that much free memory at the top of the heap stays mapped.
 A process therefore keeps at most about 256 MB of freed memory per malloc arena. Nothing
-numerical depends on it. It is called when the package is imported (so in the Kedro session's
-process and in every loky or Dask worker that unpickles a node), does nothing outside glibc,
-and is switched off by the environment variable MOM_PIPELINE_MALLOC=default (any value other
-than 'default' or 'package' stops the import with an error naming the variable).
+numerical depends on it. Importing the package does not call it: a process-wide setting is the
+caller's choice. A Kedro run calls it when its pipeline starts (`hooks.ProcessSettingsHooks`)
+and in every loky or Dask worker before a trial (`experiments.compute`); a script or notebook
+calls it itself. It does nothing outside glibc, and is switched off by the environment
+variable MOM_PIPELINE_MALLOC=default (any value other than 'default' or 'package' stops the
+call with an error naming the variable).
 """
 
 from __future__ import annotations

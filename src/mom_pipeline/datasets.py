@@ -1,14 +1,17 @@
-"""Project datasets: the fitted models of a figure (`TrialModelsDataset`), a markdown file
-that kedro-viz previews (`MarkdownDataset`), and versioned datasets that read back their own
-run's version (`OwnRunVersion`: `RunPickleDataset`, `RunParquetDataset`, `RunCSVDataset`).
+"""Project datasets: the training and fitted models of a figure (`ModelTrainingDataset`), a
+markdown file that kedro-viz previews (`MarkdownDataset`), and versioned datasets that read
+back their own run's version (`OwnRunVersion`: `RunPickleDataset`, `RunParquetDataset`,
+`RunCSVDataset`).
 
-The fitted-models dataset: one file per trial, written once, and a versioned manifest.
+The models dataset is where a figure's models are trained: saving it runs the training. Its
+files: one per trial, written once, and a versioned manifest.
 
-``{figure}.models`` in conf/base/catalog.yml. Saving takes a `TrainingPlan` (the training
-node's output): trials whose model file already exists and loads are reused (logged in the
-main process, so the line reaches the console with any backend); of the others, the methods
-already trained on the same data by any experiment (`method_index`, `storage.MethodIndex`)
-are reused and the rest are trained, and
+``{figure}.models`` in conf/base/catalog.yml. Saving takes a `TrainingPlan` (the output of
+the `plan_training` node, which trains nothing itself): trials whose model file already exists
+and loads are reused (logged in the main process, so the line reaches the console with any
+backend); of the others, the methods already trained on the same data by any experiment
+(`method_index`, `storage.MethodIndex`) are reused and the rest are trained by the plan's
+`train` (`experiments.train.train_for_storage`, fanned out by `experiments.compute`), and
 each is written atomically as soon as it is done (`experiments.storage.TrialStore`). The
 manifest ``models.json/<version>/models.json`` then lists this run's trials and their files;
 loading reads the manifest of a version and returns a `TrialModels` lookup. Files are named
@@ -31,6 +34,7 @@ from kedro_datasets.pickle import PickleDataset
 from kedro_datasets.text import TextDataset
 
 from mom_pipeline.experiments.storage import MethodIndex, StoredTrial, TrainingPlan, TrialStore
+from mom_pipeline.experiments.train import trained_by
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +104,7 @@ def _index_directory(method_index: str | dict[str, str]) -> Path:
     return Path(path)
 
 
-class TrialModelsDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan, TrialModels]):
+class ModelTrainingDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan, TrialModels]):
     """filepath: the manifest (e.g. data/06_models/fig1/models.json); model files go to
     ``trials/`` beside it. method_index: the folder of `MethodIndex` pointers shared by every
     experiment, as ``{path: data/06_models/method_index}`` (None: each trial trains all its
@@ -121,23 +125,27 @@ class TrialModelsDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan, T
                 "method_index": str(self._method_index.directory) if self._method_index else None}
 
     def save(self, data: TrainingPlan) -> None:
+        """Train what the plan's stored trials and the method index do not already hold, writing
+        each trial as it finishes, then this version's manifest."""
         store = TrialStore(self._trials, data.min_free_bytes)
         store.directory.mkdir(parents=True, exist_ok=True)
         store.remove_stale_temporaries()
         index = self._method_index
-        missing = []
+        missing, finished_by = [], {}  # finished cell -> what trained it (the models themselves are not kept)
         for cell, key in data.keys.items():
-            if not data.resume or store.load(key) is None:
+            stored = store.load(key) if data.resume else None
+            if stored is None:
                 missing.append(cell)
             else:
-                log.debug("%s: reusing finished trial (setting %d, trial %d) from %s", data.name, *cell,
-                          store.path(key))
+                finished_by[cell] = trained_by(stored.methods.values())
+                log.debug("%s: reusing finished trial (setting %d, trial %d) from %s, %s", data.name, *cell,
+                          store.path(key), finished_by[cell])
                 if index is not None:
                     index.record(data.method_keys.get(cell, {}), store.path(key))
-        finished = len(data.keys) - len(missing)
-        if finished:  # one line per figure; the trials one by one at debug level (the log file)
-            log.info("%s: reusing finished trial%s: %d of %d, from %s", data.name, "s" if finished > 1 else "",
-                     finished, len(data.keys), store.directory)
+        if finished_by:  # one line per figure; the trials one by one at debug level (the log file)
+            log.info("%s: reusing finished trial%s: %d of %d, from %s, %s", data.name,
+                     "s" if len(finished_by) > 1 else "", len(finished_by), len(data.keys), store.directory,
+                     "; ".join(sorted(set(finished_by.values()))))
         reused = {}
         if index is not None and (data.resume or data.trained_since is not None):
             for cell in missing:
@@ -145,13 +153,15 @@ class TrialModelsDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan, T
                 if found:
                     reused[cell] = found
                     sources = sorted({str(path) for _, path in found.values()})
-                    log.debug("%s: setting %d, trial %d: reusing %s, trained on the same data, from %s", data.name,
-                              *cell, ", ".join(found), ", ".join(sources))
+                    log.debug("%s: setting %d, trial %d: reusing %s, trained on the same data, from %s, %s",
+                              data.name, *cell, ", ".join(found), ", ".join(sources),
+                              trained_by(m for m, _ in found.values()))
         if reused:
             methods = list(dict.fromkeys(label for found in reused.values() for label in found))  # configured order
             folders = sorted({str(Path(path).parent) for found in reused.values() for _, path in found.values()})
-            log.info("%s: reusing %s, trained on the same data, in %d of %d trials, from %s", data.name,
-                     ", ".join(methods), len(reused), len(data.keys), ", ".join(folders))
+            log.info("%s: reusing %s, trained on the same data, from %s, in %d of %d trials, %s", data.name,
+                     ", ".join(methods), ", ".join(folders), len(reused), len(data.keys),
+                     trained_by(m for found in reused.values() for m, _ in found.values()))
         for stored in data.train(missing, reused):
             path = store.save(stored)
             if index is not None:

@@ -17,6 +17,8 @@ from pathlib import Path
 import yaml
 from kedro.framework.hooks import hook_impl
 
+from .allocator import keep_freed_memory
+
 log = logging.getLogger(__name__)
 # "stage <node> took <s>": Kedro's "Completed node" says as much on the console, so conf/logging.yml
 # sends these to the log file only (the run report lists every stage's time).
@@ -62,6 +64,16 @@ def git_state(project_path: str | Path) -> tuple[str, bool]:
         return head.stdout.strip(), bool(git("status", "--porcelain", "--untracked-files=no").stdout.strip())
     except (OSError, subprocess.SubprocessError):
         return "unknown", False
+
+
+class ProcessSettingsHooks:
+    """The process-wide settings a Kedro run works under, applied when its pipeline starts (not
+    on import): glibc's malloc settings that keep freed temporaries for the next Newton step
+    (`allocator.keep_freed_memory`; MOM_PIPELINE_MALLOC=default switches them off)."""
+
+    @hook_impl
+    def before_pipeline_run(self, run_params, pipeline, catalog):
+        keep_freed_memory()
 
 
 class RunInterrupted(KeyboardInterrupt):

@@ -50,11 +50,11 @@ CONFIG_LOADER_ARGS = {
     "merge_strategy": {"parameters": "soft", "catalog": "soft"},
 }
 
-from mom_pipeline.hooks import RunReportHooks  # noqa: E402
+from mom_pipeline.hooks import ProcessSettingsHooks, RunReportHooks  # noqa: E402
 from mom_pipeline.runtime_params import RuntimeParameterHooks  # noqa: E402
 from mom_pipeline.tracking import TrackingHooks  # noqa: E402
 
-HOOKS = (RunReportHooks(), RuntimeParameterHooks(), TrackingHooks())
+HOOKS = (ProcessSettingsHooks(), RunReportHooks(), RuntimeParameterHooks(), TrackingHooks())
 # TrackingHooks is kedro-mlflow's hook with the project's corrections: the plugin's own instance
 # would track every run a second time.
 DISABLE_HOOKS_FOR_PLUGINS = ("kedro_mlflow", "kedro-mlflow")

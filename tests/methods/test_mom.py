@@ -224,10 +224,15 @@ def test_clear_errors():
         MOM(lam=0.0).fit(Z, X, lp=lp)
     with pytest.raises(ValueError, match="lam"):
         MOM(lam=-1.0).fit(Z, X, lp=lp)
-    with pytest.raises(ValueError, match="unknown solver"):
+    with pytest.raises(ValueError, match="'solver' parameter of MOM must be a str among .*Got 'gurobi'"):
         MOM(solver="gurobi").fit(Z, X, lp=lp)
-    with pytest.raises(ValueError, match="unknown formulation"):
+    with pytest.raises(ValueError, match="'formulation' parameter of MOM must be a str among .*Got 'primal'"):
         MOM(formulation="primal").fit(Z, X, lp=lp)
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="'lam' parameter of MOM must be a float in the range"):
+            MOM(lam=bad).fit(Z, X, lp=lp)
+    with pytest.raises(ValueError, match="'n_jobs' parameter of MOM"):
+        MOM(n_jobs=0).fit(Z, X, lp=lp)
     with pytest.raises(ValueError, match="radius"):
         MOM(radius=0.0).fit(Z, X, lp=lp)
     with pytest.raises(ValueError, match="X_star must be"):

@@ -53,8 +53,12 @@ def test_mom_fit_many_fits_other_configurations_one_by_one(trial):
     # the ball model is solved alone (working set), the other on the regularization path
     assert ball.solver_info_["path"] == "working_set"
     assert reference.solver_info_["path"] in ("active_set", "warm_working_set", "cold")
-    with pytest.raises(ValueError, match="lam must be"):
+    with pytest.raises(ValueError, match="'lam' parameter of MOM must be"):
         MOM.fit_many([MOM(lam=0.0)], Z, solution.x, lp=trial.lp, basis=solution.basis)
+    first = MOM(lam=1e-2)  # a grid with one bad value: nothing is fitted
+    with pytest.raises(ValueError, match="'tol' parameter of MOM must be"):
+        MOM.fit_many([first, MOM(lam=1e-2, tol=-1.0)], Z, solution.x, lp=trial.lp, basis=solution.basis)
+    assert not hasattr(first, "coef_")
 
 
 @pytest.fixture(scope="module")

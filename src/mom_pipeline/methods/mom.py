@@ -15,13 +15,13 @@ from typing import ClassVar
 import numpy as np
 
 from ..lp import StandardFormLP
-from .base import LinearCostModel, check_features, check_samples, estimator_hyperparameters, resolve_lp
+from .base import (N_JOBS, POSITIVE, LinearCostModel, StrOptions, check_features, check_samples,
+                   estimator_hyperparameters, resolve_lp)
 from .mom_dual import solve_dual_formulation, solve_dual_formulation_path, threads_of
 from .mom_dual_problem import dual_formulation_objective
 from .mom_problem import (SUPPORT_TOL, hinge_rows, mom_hinge_loss, mom_objective, operators_of_bases,
                           optimality_margins, support_mask)
-from .mom_solve import (FORMULATIONS, SOLVERS, _check_hyperparameters, solve_hinge_qp, solve_hinge_qp_cvxpy, solve_mom,
-                        solve_mom_path)
+from .mom_solve import FORMULATIONS, SOLVERS, solve_hinge_qp, solve_hinge_qp_cvxpy, solve_mom, solve_mom_path
 
 __all__ = ["MOM", "FORMULATIONS", "DegenerateFitWarning", "negligible_costs", "SOLVERS", "SUPPORT_TOL",
            "dual_formulation_objective", "hinge_rows", "mom_hinge_loss", "mom_objective", "optimality_margins", "solve_dual_formulation", "solve_hinge_qp",
@@ -89,6 +89,14 @@ class MOM(LinearCostModel):
     """
 
     needs_costs: ClassVar[bool] = False
+    _parameter_constraints: ClassVar[dict] = {
+        "lam": [POSITIVE],
+        "solver": [StrOptions(set(SOLVERS))],
+        "formulation": [StrOptions(set(FORMULATIONS))],
+        "radius": [None, POSITIVE],
+        "tol": [POSITIVE],
+        "n_jobs": N_JOBS,
+    }
 
     lam: float = 1e-2
     solver: str = "auto"
@@ -104,11 +112,6 @@ class MOM(LinearCostModel):
         to every method alike. With formulation="basis" and basis=None the bases come from
         x* alone (`lp.basis_from_solution`); pass the solver's bases to use those instead.
         """
-        if self.solver not in SOLVERS:
-            raise ValueError(f"unknown solver {self.solver!r}; choose one of {SOLVERS}")
-        if self.formulation not in FORMULATIONS:
-            raise ValueError(f"unknown formulation {self.formulation!r}; choose one of {FORMULATIONS}")
-        _check_hyperparameters(self.lam, self.radius, self.tol)
         threads = threads_of(self.n_jobs)
         Z = check_features(Z)
         _refuse_zero_features(Z)
@@ -124,27 +127,29 @@ class MOM(LinearCostModel):
             # Any basis containing the supports parametrizes the same problem (`mom_dual_problem`).
             Theta, info = solve_mom(None, Z, self.lam, self.radius, self.solver, self.tol, A=problem.A,
                                     formulation="dual", basis=problem.basis_from_solution(X), X=X, threads=threads)
-            self._set_dual_solution(Theta, info.pop("duals"), info, problem.A, X, Z)
+            y = info.pop("duals")
+            self._set_fitted(Theta, dual_formulation_objective(Theta, y, problem.A, X, Z, self.lam), info,
+                             time.perf_counter() - start, Z, dual=(y, info.pop("flows", None)))
         else:
             constraint_matrix, basis = self._bases(Z, X_star, A, b, lp, basis)
             M = operators_of_bases(constraint_matrix, basis)
             Theta, info = solve_mom(M, Z, self.lam, self.radius, self.solver, self.tol, A=constraint_matrix)
-            self.objective_ = mom_objective(Theta, M, Z, self.lam)
-            self.n_iter_ = int(info.get("iterations", 1))
-        info["seconds"] = time.perf_counter() - start
-        self.coef_ = Theta
-        self.solver_info_ = info
-        self.n_features_in_ = Z.shape[1]
-        _warn_if_degenerate(self, Z)
+            self._set_fitted(Theta, mom_objective(Theta, M, Z, self.lam), info, time.perf_counter() - start, Z)
         return self
 
-    def _set_dual_solution(self, Theta, y, info: dict, A, X, Z) -> None:
-        """The learned state of a dual-formulation fit (the block method's flows move from info
-        to flows_, the dual certificate's input: `mom_dual_problem.dual_formulation_certificate`)."""
-        self.objective_ = dual_formulation_objective(Theta, y, A, X, Z, self.lam)
-        self.dual_ = y
-        self.flows_ = info.pop("flows", None)
+    def _set_fitted(self, Theta, objective: float, info: dict, seconds: float, Z, dual=None) -> None:
+        """The one place where a MOM fit's learned state is set (by `fit`, and by `fit_many` for
+        each model of a shared path), and the degenerate-fit warning given. dual: (y, flows) of a
+        dual-formulation fit (the block method's flows, None after Clarabel: the input of
+        `mom_dual_problem.dual_formulation_certificate`)."""
+        self.coef_ = Theta
+        self.objective_ = objective
         self.n_iter_ = int(info.get("iterations", 1))
+        self.solver_info_ = dict(info, seconds=seconds)
+        self.n_features_in_ = Z.shape[1]
+        if dual is not None:
+            self.dual_, self.flows_ = dual
+        _warn_if_degenerate(self, Z)
 
     @classmethod
     def fit_many(cls, models: list["MOM"], Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None,
@@ -163,10 +168,10 @@ class MOM(LinearCostModel):
         """
         groups: dict[float, list] = {}
         dual_path = []
+        for model in models:  # every model checked before any is fitted
+            model.validate_hyperparameters()
         for model in models:
-            threads_of(model.n_jobs)
             if model.solver in ("auto", "fast") and model.radius is None:
-                _check_hyperparameters(model.lam, None, model.tol)
                 if model.formulation == "dual":
                     dual_path.append(model)
                 else:
@@ -177,8 +182,6 @@ class MOM(LinearCostModel):
         _refuse_zero_features(Z)
         if dual_path:
             cls._fit_dual_path(dual_path, Z, X_star, A, b, lp)
-            for model in dual_path:
-                _warn_if_degenerate(model, Z)
         if not groups:
             return models
         constraint_matrix, bases = cls._bases(Z, X_star, A, b, lp, basis)
@@ -193,12 +196,7 @@ class MOM(LinearCostModel):
                                   A=constraint_matrix)
             seconds = (time.perf_counter() - start) / len(group)
             for model, (Theta, info) in zip(group, path):
-                model.coef_ = Theta
-                model.objective_ = mom_objective(Theta, M, Z, model.lam)
-                model.n_iter_ = int(info.get("iterations", 1))
-                model.solver_info_ = dict(info, seconds=seconds)
-                model.n_features_in_ = Z.shape[1]
-                _warn_if_degenerate(model, Z)
+                model._set_fitted(Theta, mom_objective(Theta, M, Z, model.lam), info, seconds, Z)
         return models
 
     @staticmethod
@@ -215,10 +213,8 @@ class MOM(LinearCostModel):
                                            threads=max(threads_of(model.n_jobs) for model in models))
         seconds = (time.perf_counter() - start) / len(models)
         for model, (Theta, y, info) in zip(models, path):
-            model._set_dual_solution(Theta, y, info, problem.A, X, Z)
-            model.coef_ = Theta
-            model.solver_info_ = dict(info, seconds=seconds)
-            model.n_features_in_ = Z.shape[1]
+            model._set_fitted(Theta, dual_formulation_objective(Theta, y, problem.A, X, Z, model.lam), info, seconds,
+                              Z, dual=(y, info.pop("flows", None)))
 
     @staticmethod
     def _bases(Z, X_star, A, b, lp, basis):

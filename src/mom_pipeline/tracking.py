@@ -152,7 +152,17 @@ class TrackingHooks(MlflowHook):
 
     @hook_impl
     def after_context_created(self, context):
-        super().after_context_created(context)
+        # mlflow.set_tracking_uri (called by the plugin) also exports MLFLOW_TRACKING_URI, which
+        # would then decide the store of the next session in this process (a notebook, the tests)
+        # and of every `kedro run` it starts: the variable is put back as it was.
+        exported = os.environ.get("MLFLOW_TRACKING_URI")
+        try:
+            super().after_context_created(context)
+        finally:
+            if exported is None:
+                os.environ.pop("MLFLOW_TRACKING_URI", None)
+            else:
+                os.environ["MLFLOW_TRACKING_URI"] = exported
         config = self.mlflow_config
         if config.server.mlflow_tracking_uri == local_tracking_uri(context.project_path):
             hide_empty_default_experiment(config.server._mlflow_client)

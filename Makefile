@@ -1,6 +1,7 @@
 # Two commands do all the set-up on a fresh machine that has only python3:
 #   make run   -> creates .venv, installs the locked environment, runs the shortest-path experiment
 #   make test  -> same set-up, then the test suite
+#   make test-fast -> the unit tests only, in about 1.5 CPU-minutes (no Kedro runs, browser, notebook)
 #   make lock  -> re-resolves requirements.lock from pyproject.toml (after changing a dependency)
 PYTHON ?= python3
 VENV := .venv
@@ -11,7 +12,7 @@ export KEDRO_DISABLE_TELEMETRY := true
 export DO_NOT_TRACK := 1
 export MPLBACKEND := Agg
 
-.PHONY: run test bench bench-methods bench-inverse bench-experiments bench-footprint bench-text-features install lock viz clean-venv clean-data data-size
+.PHONY: run test test-fast bench bench-methods bench-inverse bench-experiments bench-footprint bench-text-features install lock viz clean-venv clean-data data-size
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +23,7 @@ $(BIN)/python:
 # itself without resolving again. The packages are compiled to bytecode once here: uv does not
 # by default, and where PYTHONDONTWRITEBYTECODE is set Python never caches it, so every process
 # (each `kedro run`, each loky worker, each test worker) compiled its imports again: 11 of the
-# 15 s before a `kedro run`'s first node (docs/benchmarks.md).
+# 15 s before a `kedro run`'s first node (docs/decisions/014-bytecode-at-install.md).
 $(BIN)/uv: | $(BIN)/python
 	$(BIN)/python -m pip install --quiet "uv>=0.5,<1"
 
@@ -46,9 +47,16 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -n auto --dist worksteal
 
+# The inner loop: the suite without the tests marked (pyproject.toml) as whole Kedro runs,
+# browser, notebook or slow solver checks. One process: a second worker's imports cost more CPU
+# than it saves on 2 cores.
+FAST_TESTS := not (slow or pipeline or browser or notebook)
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n 0 -m "$(FAST_TESTS)"
+
 # Every benchmark: the hot paths against references timed in the same run (a few minutes),
 # then the end-to-end wall time, peak memory and disk of every paper figure (hours at the full
-# tuning protocol: docs/benchmarks.md).
+# tuning protocol: docs/performance.md).
 bench: bench-methods bench-inverse bench-experiments
 
 bench-methods: $(STAMP)
@@ -86,7 +94,7 @@ bench-footprint: $(STAMP)
 
 # The knapsack figures again with the paper text's settings: features U[0,1]^4, the squared RBF
 # norm, figure 3 up to T = 5000 (a sensitivity run; its reports go to
-# data/08_reporting/text_features/, see docs/results.md).
+# data/08_reporting/text_features/, see docs/results_sensitivity.md).
 bench-text-features: $(STAMP)
 	$(BIN)/python benchmarks/experiments.py --env text_features --figures fig3,fig4,fig5,fig6
 

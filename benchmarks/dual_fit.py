@@ -8,7 +8,7 @@ dual formulation one block problem solved from the largest lambda down, warm-sta
 also with n_jobs=-1, the block method's Newton steps on every core). At one
 lambda the dual formulation is also solved whole by Clarabel (`solver="cvxpy"`, the former
 default), and the block method's duality gap is checked with its own flows
-(`mom_dual.dual_formulation_certificate`). The target is dual / basis <= 3 over the grid.
+(`mom_dual_problem.dual_formulation_certificate`). The target is dual / basis <= 3 over the grid.
 
 Run:  .venv/bin/python benchmarks/dual_fit.py
 """
@@ -19,8 +19,10 @@ import time
 
 import numpy as np
 
+from mom_pipeline.allocator import keep_freed_memory
 from mom_pipeline.methods.mom import MOM
-from mom_pipeline.methods.mom_dual import dual_formulation_certificate, threads_of
+from mom_pipeline.methods.mom_dual import threads_of
+from mom_pipeline.methods.mom_dual_problem import dual_formulation_certificate
 from mom_pipeline.problems import generate_shortest_path
 
 LAMBDAS = np.logspace(-6, 2, 9)
@@ -72,4 +74,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    keep_freed_memory()  # the malloc settings a Kedro run works under (mom_pipeline.allocator)
     main()

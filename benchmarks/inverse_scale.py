@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 
+from mom_pipeline.allocator import keep_freed_memory
 from mom_pipeline.methods.mom_dual import threads_of
 from mom_pipeline.solvers.policy import block_ipm_bytes
 
@@ -177,6 +178,7 @@ def main(budget_gb: float, limit: float) -> None:
 
 
 if __name__ == "__main__":
+    keep_freed_memory()  # the malloc settings a Kedro run works under (mom_pipeline.allocator)
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         h, w = (int(v) for v in sys.argv[2].split("x"))
         print(json.dumps(worker((h, w), int(sys.argv[3]), float(sys.argv[4]))))

@@ -20,6 +20,7 @@ import numpy as np
 
 LAMBDAS = np.logspace(-6, 2, 9)  # as inverse.tuning.lambdas in conf/base/parameters_inverse.yml
 
+from mom_pipeline.allocator import keep_freed_memory
 from mom_pipeline.inverse import make_example_dataset, validate_inverse_problem
 from mom_pipeline.methods.cost_free_tuning import fit_standardized, kfold_indices, reproduced, validation_curve
 from mom_pipeline.methods.mom import MOM
@@ -96,4 +97,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    keep_freed_memory()  # the malloc settings a Kedro run works under (mom_pipeline.allocator)
     main()

@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from mom_pipeline.allocator import keep_freed_memory
 import mom_pipeline.solvers.hinge_working_set as hinge_working_set
 from mom_pipeline.methods import KernelMOM
 from mom_pipeline.methods.tuning import validation_split
@@ -91,4 +92,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    keep_freed_memory()  # the malloc settings a Kedro run works under (mom_pipeline.allocator)
     main()

@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from mom_pipeline.allocator import keep_freed_memory
 from mom_pipeline.lp import StandardFormLP, solve_lp_batch
 from mom_pipeline.methods import FTRLMOM, KernelMOM, SPOPlus
 from mom_pipeline.problems import generate_knapsack, generate_shortest_path
@@ -76,4 +77,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    keep_freed_memory()  # the malloc settings a Kedro run works under (mom_pipeline.allocator)
     main()

@@ -46,15 +46,15 @@ def clarabel_primal(H, g, weight):
     b = np.concatenate([-np.ones(k), np.zeros(k)])
     P = sp.diags(np.concatenate([np.full(p, LAM), np.zeros(k)]), format="csc")
     q = np.concatenate([-g, np.full(k, weight)])
-    return solve_clarabel(P, q, A, b, [clarabel.NonnegativeConeT(2 * k)], "benchmark QP")[:p]
+    return solve_clarabel(P, q, A, b, [clarabel.NonnegativeConeT(2 * k)], "benchmark QP").solution[:p]
 
 
 def box_dual(H, g, weight):
-    alpha = box_qp(H @ H.T / LAM, H @ g / LAM - 1.0, weight)
+    alpha = box_qp(H @ H.T / LAM, H @ g / LAM - 1.0, weight).solution
     return (g + H.T @ alpha) / LAM
 
 
-PATHS = {"interior_point": lambda H, g, weight: hinge_qp_ipm(H, g, LAM, weight),
+PATHS = {"interior_point": lambda H, g, weight: hinge_qp_ipm(H, g, LAM, weight).solution,
          "box_dual": box_dual, "clarabel": clarabel_primal}
 
 

@@ -4,7 +4,7 @@ Figure 3's configuration of SPO+ (lam 1e-6..1e2 x step size 1e-3..1e1) tuned by 
 the first three trials of each of figure 3's sample sizes, twice in the same run: with the joint
 `SPOPlus.fit_many` (one batched oracle call per step for every cell), and with it disabled, so
 that `grid_search` fits the 45 cells one by one: the path every such grid took before the lockstep
-checked the oracle's costs 2 c_hat - c for overflow (docs/benchmarks.md). The chosen cell must
+checked the oracle's costs 2 c_hat - c for overflow (docs/decisions/016-lockstep-grids.md). The chosen cell must
 be the same.
 
 Run:  .venv/bin/python benchmarks/spo_plus_grid.py [--trials 3]

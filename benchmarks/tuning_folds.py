@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from mom_pipeline.allocator import keep_freed_memory
 from mom_pipeline.methods.cost_free_tuning import fold_threads, kfold_indices, validation_curve
 from mom_pipeline.problems import generate_shortest_path
 from mom_pipeline.solvers import policy
@@ -69,4 +70,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    keep_freed_memory()  # the malloc settings a Kedro run works under (mom_pipeline.allocator)
     main()

@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from mom_pipeline.allocator import keep_freed_memory
 from mom_pipeline.methods import MOM, KernelMOM, SPOPlus
 from mom_pipeline.methods.baselines import KernelRidgeCost
 from mom_pipeline.problems import generate_knapsack
@@ -88,4 +89,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    keep_freed_memory()  # the malloc settings a Kedro run works under (mom_pipeline.allocator)
     main()

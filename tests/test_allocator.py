@@ -56,8 +56,32 @@ def test_the_settings_can_be_switched_off():
     assert faults > 0.5 * 20 * 8 * (3 * 2**20 // 4096)
 
 
-def test_an_unknown_setting_stops_with_the_variable_named():
+def test_an_unknown_setting_stops_the_call_with_the_variable_named():
     env = {**os.environ, "PYTHONPATH": SRC, allocator.OPT_OUT: "off"}
-    result = subprocess.run([sys.executable, "-c", "import mom_pipeline"], env=env, capture_output=True, text=True)
+    call = "import mom_pipeline.allocator as allocator; allocator.keep_freed_memory()"
+    result = subprocess.run([sys.executable, "-c", call], env=env, capture_output=True, text=True)
     assert result.returncode != 0
     assert "MOM_PIPELINE_MALLOC='off'" in result.stderr and "'default'" in result.stderr
+
+
+def test_importing_the_package_changes_no_process_setting():
+    """Importing the package (and its estimators) leaves glibc's malloc settings alone: the
+    settings are applied only by the explicit call (a Kedro run's hook, its trial workers)."""
+    code = ("import mom_pipeline, mom_pipeline.methods, mom_pipeline.allocator as allocator; "
+            "print(allocator._applied)")
+    env = {key: value for key, value in os.environ.items() if key != allocator.OPT_OUT}
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": SRC}, capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert out == "None"
+
+
+def test_a_kedro_run_and_its_trial_workers_apply_the_settings(monkeypatch):
+    from mom_pipeline import hooks
+    from mom_pipeline.experiments import compute
+
+    calls = []
+    monkeypatch.setattr(hooks, "keep_freed_memory", lambda: calls.append("run"))
+    monkeypatch.setattr(compute, "keep_freed_memory", lambda: calls.append("worker"))
+    hooks.ProcessSettingsHooks().before_pipeline_run(run_params={}, pipeline=None, catalog=None)
+    assert compute._in_worker(lambda a, b: a + b, 2, 3) == 5
+    assert calls == ["run", "worker"]

@@ -1,8 +1,8 @@
 """mom_pipeline: Maximum Optimality Margin for contextual and inverse linear programming."""
 
-from .allocator import keep_freed_memory
-
 __version__ = "0.1.0"
 
-# Freed temporaries stay in the process for the next Newton step (see allocator.py).
-keep_freed_memory()
+# Importing the package changes no process-wide setting: the malloc settings that keep freed
+# temporaries for the next Newton step (`allocator.keep_freed_memory`) are applied by a Kedro
+# run (`hooks.ProcessSettingsHooks`) and by its trial workers (`experiments.compute`), and a
+# script or notebook calls `keep_freed_memory()` itself if it wants them.

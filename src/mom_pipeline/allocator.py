@@ -7,7 +7,7 @@ beyond twice that threshold, so the next step gets fresh pages and the kernel ze
 of them on first touch. Measured on the dual formulation's lambda grid (paper's shortest path,
 T = 1,000, `benchmarks/page_faults.py`): about 900,000 page faults and 13.2 s by default, 7,000
 faults and 9.8 s with the settings below, the coefficients identical bit for bit
-(docs/benchmarks.md, "Page faults").
+(docs/decisions/013-malloc-settings.md).
 
 `keep_freed_memory` sets, once per process:
 * M_MMAP_THRESHOLD = 32 MB (glibc's largest): blocks below it come from the heap, not from fresh
@@ -15,10 +15,12 @@ faults and 9.8 s with the settings below, the coefficients identical bit for bit
   mapping shows it the size, and trims the heap again at twice its current value);
 * M_TRIM_THRESHOLD = 256 MB: up to that much free memory at the top of the heap stays mapped.
 A process therefore keeps at most about 256 MB of freed memory per malloc arena. Nothing
-numerical depends on it. It is called when the package is imported (so in the Kedro session's
-process and in every loky or Dask worker that unpickles a node), does nothing outside glibc,
-and is switched off by the environment variable MOM_PIPELINE_MALLOC=default (any value other
-than 'default' or 'package' stops the import with an error naming the variable).
+numerical depends on it. Importing the package does not call it: a process-wide setting is the
+caller's choice. A Kedro run calls it when its pipeline starts (`hooks.ProcessSettingsHooks`)
+and in every loky or Dask worker before a trial (`experiments.compute`); a script or notebook
+calls it itself. It does nothing outside glibc, and is switched off by the environment
+variable MOM_PIPELINE_MALLOC=default (any value other than 'default' or 'package' stops the
+call with an error naming the variable).
 """
 
 from __future__ import annotations

@@ -25,5 +25,5 @@ def one_blas_thread():
     """A context manager limiting every BLAS library of the process to one thread.
 
     Many small BLAS calls run faster on one thread, and on a busy 2-core machine spin-waiting
-    threads made them many times slower (docs/benchmarks.md)."""
+    threads made them many times slower (docs/decisions/018-threads.md)."""
     return _controller().limit(limits=1, user_api="blas")

@@ -3,7 +3,11 @@
     python -m mom_pipeline.data_cleanup --keep 3          # or: make clean-data KEEP=3
     python -m mom_pipeline.data_cleanup --report          # sizes only: make data-size
 
-* Versioned datasets (``<name>/<version>/<name>``): the newest `keep` versions stay.
+* Versioned datasets (``<name>/<version>/<name>``): the newest `keep` versions stay, and
+  with each the versions of the same run of every dataset of its pipeline (the datasets
+  under ``<layer>/<namespace>/``, e.g. ``inverse``): a run's versions share its name, and a
+  model is kept with the problem it was fitted on even when a later run that failed saved a
+  newer problem.
 * Model files (``06_models/<figure>/trials/*.pkl``): a file stays when a kept models manifest
   lists it, or when it is newer than the newest manifest (a killed run's finished trials,
   which its rerun will reuse). Temporary files of writers that are gone are removed.
@@ -48,6 +52,13 @@ def versioned_datasets(data: Path) -> list[Path]:
                    if VERSION.match(p.parent.name) and p.name == p.parent.parent.name})
 
 
+def run_group(data: Path, dataset: Path) -> tuple:
+    """The datasets whose versions of one run are kept together: those of one namespace folder
+    (``data/<layer>/<namespace>/<dataset>``, across layers), else the dataset alone."""
+    parts = dataset.relative_to(data).parts
+    return ("namespace", parts[1]) if len(parts) >= 3 else ("dataset", *parts)
+
+
 def clean(data: Path, keep: int, dry_run: bool = False) -> list[Path]:
     """Remove what the module docstring says; returns the removed paths."""
     if keep < 1:
@@ -59,10 +70,16 @@ def clean(data: Path, keep: int, dry_run: bool = False) -> list[Path]:
         if not dry_run:
             shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
 
-    for dataset in versioned_datasets(data):
-        versions = sorted(p for p in dataset.iterdir() if p.is_dir() and VERSION.match(p.name))
-        for old in versions[:-keep]:
-            remove(old)
+    datasets = {dataset: sorted(p for p in dataset.iterdir() if p.is_dir() and VERSION.match(p.name))
+                for dataset in versioned_datasets(data)}
+    kept_runs: dict[tuple, set[str]] = {}
+    for dataset, versions in datasets.items():
+        kept_runs.setdefault(run_group(data, dataset), set()).update(v.name for v in versions[-keep:])
+    for dataset, versions in datasets.items():
+        runs = kept_runs[run_group(data, dataset)]
+        for old in versions:
+            if old.name not in runs:
+                remove(old)
     models = data / "06_models"
     for legacy in [models / "checkpoints", *models.glob("*/models")]:
         if legacy.is_dir():

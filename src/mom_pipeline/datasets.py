@@ -1,13 +1,17 @@
-"""Project datasets: the fitted models of a figure (`TrialModelsDataset`) and a markdown file
-that kedro-viz previews (`MarkdownDataset`).
+"""Project datasets: the training and fitted models of a figure (`ModelTrainingDataset`), a
+markdown file that kedro-viz previews (`MarkdownDataset`), and versioned datasets that read
+back their own run's version (`OwnRunVersion`: `RunPickleDataset`, `RunParquetDataset`,
+`RunCSVDataset`).
 
-The fitted-models dataset: one file per trial, written once, and a versioned manifest.
+The models dataset is where a figure's models are trained: saving it runs the training. Its
+files: one per trial, written once, and a versioned manifest.
 
-``{figure}.models`` in conf/base/catalog.yml. Saving takes a `TrainingPlan` (the training
-node's output): trials whose model file already exists and loads are reused (logged in the
-main process, so the line reaches the console with any backend); of the others, the methods
-already trained on the same data by any experiment (`method_index`, `storage.MethodIndex`)
-are reused and the rest are trained, and
+``{figure}.models`` in conf/base/catalog.yml. Saving takes a `TrainingPlan` (the output of
+the `plan_training` node, which trains nothing itself): trials whose model file already exists
+and loads are reused (logged in the main process, so the line reaches the console with any
+backend); of the others, the methods already trained on the same data by any experiment
+(`method_index`, `storage.MethodIndex`) are reused and the rest are trained by the plan's
+`train` (`experiments.train.train_for_storage`, fanned out by `experiments.compute`), and
 each is written atomically as soon as it is done (`experiments.storage.TrialStore`). The
 manifest ``models.json/<version>/models.json`` then lists this run's trials and their files;
 loading reads the manifest of a version and returns a `TrialModels` lookup. Files are named
@@ -25,11 +29,43 @@ from typing import Any
 
 from kedro.io.core import AbstractVersionedDataset, DatasetError, Version
 from kedro_datasets._typing import HTMLPreview
+from kedro_datasets.pandas import CSVDataset, ParquetDataset
+from kedro_datasets.pickle import PickleDataset
 from kedro_datasets.text import TextDataset
 
 from mom_pipeline.experiments.storage import MethodIndex, StoredTrial, TrainingPlan, TrialStore
+from mom_pipeline.experiments.train import trained_by
 
 log = logging.getLogger(__name__)
+
+
+class OwnRunVersion:
+    """Mixin for a versioned dataset: a node reads the version its own run saved.
+
+    Kedro loads the newest version on disk, and a run's versions are named by the time its
+    session started: a run started later that saves first (two runs at once, the second with
+    a fixed lambda) would hand the first run's next node the second run's table. With this
+    mixin the load version is the run's own save version whenever that version exists; a run
+    that did not save the dataset (``--from-nodes``, ``prescribe``) reads the newest, as
+    before, and ``--load-versions`` still pins one."""
+
+    def _fetch_latest_load_version(self) -> str:
+        own = self._version.save if self._version else None
+        if own and self._cached_load_version is None and self._exists_function(str(self._get_versioned_path(own))):
+            self._cached_load_version = own
+        return super()._fetch_latest_load_version()
+
+
+class RunPickleDataset(OwnRunVersion, PickleDataset):
+    """pickle.PickleDataset that reads back its own run's version (`OwnRunVersion`)."""
+
+
+class RunParquetDataset(OwnRunVersion, ParquetDataset):
+    """pandas.ParquetDataset that reads back its own run's version (`OwnRunVersion`)."""
+
+
+class RunCSVDataset(OwnRunVersion, CSVDataset):
+    """pandas.CSVDataset that reads back its own run's version (`OwnRunVersion`)."""
 
 
 class TrialModels:
@@ -68,7 +104,7 @@ def _index_directory(method_index: str | dict[str, str]) -> Path:
     return Path(path)
 
 
-class TrialModelsDataset(AbstractVersionedDataset[TrainingPlan, TrialModels]):
+class ModelTrainingDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan, TrialModels]):
     """filepath: the manifest (e.g. data/06_models/fig1/models.json); model files go to
     ``trials/`` beside it. method_index: the folder of `MethodIndex` pointers shared by every
     experiment, as ``{path: data/06_models/method_index}`` (None: each trial trains all its
@@ -89,17 +125,20 @@ class TrialModelsDataset(AbstractVersionedDataset[TrainingPlan, TrialModels]):
                 "method_index": str(self._method_index.directory) if self._method_index else None}
 
     def save(self, data: TrainingPlan) -> None:
+        """Train what the plan's stored trials and the method index do not already hold, writing
+        each trial as it finishes, then this version's manifest."""
         store = TrialStore(self._trials, data.min_free_bytes)
         store.directory.mkdir(parents=True, exist_ok=True)
         store.remove_stale_temporaries()
         index = self._method_index
         missing = []
         for cell, key in data.keys.items():
-            if not data.resume or store.load(key) is None:
+            stored = store.load(key) if data.resume else None
+            if stored is None:
                 missing.append(cell)
             else:
-                log.info("%s: reusing finished trial (setting %d, trial %d) from %s", data.name, *cell,
-                         store.path(key))
+                log.info("%s: reusing finished trial (setting %d, trial %d) from %s, %s", data.name, *cell,
+                         store.path(key), trained_by(stored.methods.values()))
                 if index is not None:
                     index.record(data.method_keys.get(cell, {}), store.path(key))
         reused = {}
@@ -109,8 +148,8 @@ class TrialModelsDataset(AbstractVersionedDataset[TrainingPlan, TrialModels]):
                 if found:
                     reused[cell] = found
                     sources = sorted({str(path) for _, path in found.values()})
-                    log.info("%s: setting %d, trial %d: reusing %s, trained on the same data, from %s", data.name,
-                             *cell, ", ".join(found), ", ".join(sources))
+                    log.info("%s: setting %d, trial %d: reusing %s, trained on the same data, from %s, %s", data.name,
+                             *cell, ", ".join(found), ", ".join(sources), trained_by(m for m, _ in found.values()))
         for stored in data.train(missing, reused):
             path = store.save(stored)
             if index is not None:

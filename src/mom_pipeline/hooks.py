@@ -1,17 +1,23 @@
-"""Project hooks: a log line with the time of every stage, and a run report per run (failed
-runs included)."""
+"""Project hooks: a log line with the time of every stage, and a run report per run (failed and
+interrupted runs included)."""
 
 from __future__ import annotations
 
 import importlib.metadata
 import logging
+import os
 import platform
+import signal
 import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
 import yaml
 from kedro.framework.hooks import hook_impl
+
+from .allocator import keep_freed_memory
 
 log = logging.getLogger(__name__)
 
@@ -52,22 +58,84 @@ def git_state(project_path: str | Path) -> tuple[str, bool]:
         return "unknown", False
 
 
+class ProcessSettingsHooks:
+    """The process-wide settings a Kedro run works under, applied when its pipeline starts (not
+    on import): glibc's malloc settings that keep freed temporaries for the next Newton step
+    (`allocator.keep_freed_memory`; MOM_PIPELINE_MALLOC=default switches them off)."""
+
+    @hook_impl
+    def before_pipeline_run(self, run_params, pipeline, catalog):
+        keep_freed_memory()
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM during a run. A KeyboardInterrupt, so that no `except Exception` in a
+    node (a grid cell's failure, a best-effort step) takes it for a failure and carries on."""
+
+
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
+
 class RunReportHooks:
     """Times every stage and writes data/08_reporting/run_reports/<run id>.md (the run id is
     the save version of the run's datasets): status, git commit, parameters, package versions,
     stage timings. A stage's time runs from the start of its node until its last output is
-    saved: training streams trials into the partitioned `models` dataset while it is saved."""
+    saved: training streams trials into the partitioned `models` dataset while it is saved.
+
+    A failed run's report names the node and the error. SIGINT (Ctrl-C) and SIGTERM during the
+    run write the report (status interrupted, the running node) and end the MLflow run KILLED
+    at once, then stop the run with RunInterrupted: Kedro calls no hook for a KeyboardInterrupt,
+    and MLflow would otherwise end the run FINISHED when the process exits."""
 
     def __init__(self):
         self._started: dict[str, float] = {}
         self._unsaved: dict[str, set[str]] = {}
         self._timings: list[tuple[str, float]] = []
         self._run_started = 0.0
+        self._failed_node: str | None = None
+        self._previous_handlers: dict = {}
+        self._run: tuple[dict, object] | None = None  # run_params and catalog while a run is on
+        self._pid = os.getpid()
 
     @hook_impl
     def before_pipeline_run(self, run_params, pipeline, catalog):
         self._run_started = time.perf_counter()
         self._timings, self._started, self._unsaved = [], {}, {}
+        self._failed_node = None
+        self._run = (run_params, catalog)
+        self._install_signal_handlers()
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # Python takes signals in the main thread only (e.g. a session started by a server)
+        self._pid = os.getpid()
+        for number in INTERRUPTS:
+            self._previous_handlers[number] = signal.signal(number, self._on_signal)
+
+    def _restore_signal_handlers(self) -> None:
+        for number, handler in self._previous_handlers.items():
+            signal.signal(number, handler)
+        self._previous_handlers = {}
+
+    def _on_signal(self, number, frame) -> None:
+        name = signal.Signals(number).name
+        if os.getpid() != self._pid:  # a forked worker of the ParallelRunner: as without the handler
+            signal.signal(number, signal.SIG_DFL)
+            if number == signal.SIGINT:
+                raise KeyboardInterrupt
+            os.kill(os.getpid(), number)
+            return
+        self._restore_signal_handlers()  # a second Ctrl-C acts as usual
+        if self._run is not None:
+            run_params, catalog = self._run
+            running = ", ".join(self._started) or "between nodes"
+            try:
+                self._write(run_params, catalog, status=f"INTERRUPTED by {name} during {running}")
+            except Exception:  # noqa: BLE001 - the run stops in any case
+                log.exception("the run report of the interrupted run could not be written")
+            _end_tracked_run("KILLED")
+            self._run = None
+        raise RunInterrupted(name)
 
     @hook_impl
     def before_node_run(self, node):
@@ -93,13 +161,24 @@ class RunReportHooks:
             if not pending:
                 self._finish(node.name)
 
+    @hook_impl
+    def on_node_error(self, error, node):
+        self._failed_node = self._failed_node or node.name
+
     @hook_impl(tryfirst=True)  # before kedro-mlflow closes the MLflow run
     def after_pipeline_run(self, run_params, pipeline, catalog):
+        self._restore_signal_handlers()
+        self._run = None
         self._write(run_params, catalog, status="succeeded")
 
     @hook_impl(tryfirst=True)
     def on_pipeline_error(self, error, run_params, pipeline, catalog):
-        self._write(run_params, catalog, status=f"FAILED: {type(error).__name__}: {error}")
+        self._restore_signal_handlers()
+        if self._run is None:
+            return  # reported already (interrupted)
+        self._run = None
+        where = f" in {self._failed_node}" if self._failed_node else ""
+        self._write(run_params, catalog, status=f"FAILED{where}: {type(error).__name__}: {error}")
 
     def _write(self, run_params: dict, catalog, status: str) -> None:
         project = Path(run_params.get("project_path") or ".")
@@ -131,7 +210,8 @@ class RunReportHooks:
         out = project / "data" / "08_reporting" / "run_reports" / f"{run_id}.md"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("\n".join(lines))
-        log.info("run report written to %s (%s, total %.1f s)", out, status.split(":")[0], total)
+        level = logging.INFO if status == "succeeded" else logging.WARNING
+        log.log(level, "run report written to %s (%s, total %.1f s)", out, status.split(":")[0], total)
         _log_artifact(out)
 
 
@@ -143,3 +223,15 @@ def _log_artifact(path: Path) -> None:
         return
     if mlflow.active_run() is not None:
         mlflow.log_artifact(str(path))
+
+
+def _end_tracked_run(status: str) -> None:
+    """End the active MLflow run, if any, with `status` (e.g. KILLED)."""
+    mlflow = sys.modules.get("mlflow")
+    if mlflow is None:
+        return
+    try:
+        while mlflow.active_run() is not None:
+            mlflow.end_run(status)
+    except Exception:  # noqa: BLE001 - the run stops in any case
+        log.exception("the MLflow run could not be ended as %s", status)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kedro.pipeline import Pipeline
 
-from mom_pipeline.pipelines import dfl_benchmark, experiment, inverse
+from mom_pipeline.pipelines import dfl_benchmark, experiment, inverse, inverse_routes
 
 # Which paper figures each registered pipeline reproduces (docs/paper_notes.md's table).
 EXPERIMENTS = {
@@ -46,6 +46,9 @@ def register_pipelines() -> dict[str, Pipeline]:
     pipelines["inverse"] = inverse.create_pipeline("inverse")
     pipelines["prescribe"] = inverse.prescribe_pipeline("inverse")
     pipelines["inverse_example"] = inverse.example_pipeline("inverse_example")
+    # Inverse route choice on a road network (data/01_raw/inverse_routes/) and its generated example.
+    pipelines["inverse_routes"] = inverse_routes.create_pipeline("inverse_routes")
+    pipelines["inverse_routes_example"] = inverse_routes.example_pipeline("inverse_routes_example")
     # Beyond the paper, not in __default__ (hours at full size): MOM against decision-focused
     # learning on PyEPO's protocol, one experiment per (noise, size) and a report per noise.
     pipelines["dfl_benchmark"] = sum((figure_pipeline(f"dfl_benchmark.{cell}") for cell in dfl_benchmark.CELLS),

@@ -1,6 +1,7 @@
 """Kedro project settings."""
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 from kedro.config import OmegaConfigLoader
@@ -14,7 +15,9 @@ warnings.filterwarnings("ignore", message=r"ORJSONResponse is deprecated")
 
 
 class ProjectConfigLoader(OmegaConfigLoader):
-    """OmegaConfigLoader that keeps YAML anchor helpers out of the parameters.
+    """OmegaConfigLoader that keeps YAML anchor helpers out of the parameters, and fills in the
+    project's own MLflow store where mlflow.yml and MLFLOW_TRACKING_URI name none (in the
+    plugin's own keys, so `kedro mlflow ui` opens the same store as `kedro run`).
 
     Kedro already drops top-level keys starting with "_" from the catalog and other config,
     but not from the parameters; the parameter files use such keys (`_lam_grid`, `_mom`, ...)
@@ -25,6 +28,10 @@ class ProjectConfigLoader(OmegaConfigLoader):
         config = super().__getitem__(key)
         if key == "parameters":
             return {name: value for name, value in config.items() if not str(name).startswith("_")}
+        if key == "mlflow":
+            from mom_pipeline.tracking import local_store
+
+            return local_store(config, Path(self.conf_source).parent)  # conf/ is in the project
         return config
 
 
@@ -37,8 +44,11 @@ CONFIG_LOADER_ARGS = {
     "merge_strategy": {"parameters": "soft", "catalog": "soft"},
 }
 
-from mom_pipeline.hooks import RunReportHooks  # noqa: E402
+from mom_pipeline.hooks import ProcessSettingsHooks, RunReportHooks  # noqa: E402
 from mom_pipeline.runtime_params import RuntimeParameterHooks  # noqa: E402
 from mom_pipeline.tracking import TrackingHooks  # noqa: E402
 
-HOOKS = (RunReportHooks(), RuntimeParameterHooks(), TrackingHooks())
+HOOKS = (ProcessSettingsHooks(), RunReportHooks(), RuntimeParameterHooks(), TrackingHooks())
+# TrackingHooks is kedro-mlflow's hook with the project's corrections: the plugin's own instance
+# would track every run a second time.
+DISABLE_HOOKS_FOR_PLUGINS = ("kedro_mlflow", "kedro-mlflow")

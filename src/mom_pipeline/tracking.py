@@ -1,20 +1,28 @@
-"""Experiment tracking with MLflow (through the kedro-mlflow plugin, which opens one MLflow
-run per `kedro run` and logs the parameters and the `<figure>.metrics` datasets).
+"""Experiment tracking with MLflow: kedro-mlflow's hook (one MLflow run per `kedro run`), with
+the project's corrections. settings.py registers `TrackingHooks` in place of the plugin's own
+instance (DISABLE_HOOKS_FOR_PLUGINS), so every correction is made where the plugin does the thing:
 
-These hooks add what the plugin does not:
-- a local store inside the project by default: `sqlite:///<project>/mlflow.db` with artifacts
-  in `<project>/mlartifacts/` (both git-ignored), unless `server.mlflow_tracking_uri` is set
-  in mlflow.yml or MLFLOW_TRACKING_URI in the environment (a team's shared server);
-- tags: the Kedro run id (= the save version of every versioned dataset of the run), the git
-  commit and whether the work tree had uncommitted changes;
-- every figure's summaries and figures (the versioned files just saved) as artifacts under
-  `<figure>/`.
+- the store: the plugin's `server.mlflow_tracking_uri` and `create_experiment_kwargs.artifact_location`
+  (conf/base/mlflow.yml); when both it and MLFLOW_TRACKING_URI are unset, the config loader fills in
+  the project's own store, `sqlite:///<project>/mlflow.db` with artifacts in `<project>/mlartifacts/`
+  (`local_store`); MLflow's empty `Default` experiment of a new local store is hidden;
+- the run's name is `<pipelines> (<env>)` unless mlflow.yml names it;
+- tags: the exact command (`kedro_command`, from the command line), the env, the Kedro run id
+  (= the save version of every versioned dataset of the run), the git commit and whether the work
+  tree had uncommitted changes; the plugin's tags made readable (runner by class name, lists joined)
+  and its copy of the run id dropped;
+- parameters: one per leaf, all logged when the run starts (the plugin logs the ones each node
+  reads, and typed specs, which Kedro hands over as Pydantic models, as one repr string);
+- a run stopped by SIGINT/SIGTERM ends KILLED (hooks.RunReportHooks ends it), a failed one FAILED;
+- every figure's summaries and figures (the versioned files just saved) as artifacts under `<figure>/`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shlex
+import sys
 import warnings
 from pathlib import Path
 
@@ -26,49 +34,48 @@ from mom_pipeline.reporting.tables import metric_name
 log = logging.getLogger(__name__)
 
 
-def _import_plugin_quietly() -> None:
-    """Import kedro-mlflow's hook without MLflow's advice on type hints for the plugin's own
-    pipeline model, which every `kedro` command would print and no user can act on (MLflow
+def _import_plugin_quietly():
+    """kedro-mlflow's hook class, imported without MLflow's advice on type hints for the plugin's
+    own pipeline model, which every `kedro` command would print and no user can act on (MLflow
     forces that warning through its own filter, so it is caught here); others pass through."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
-        import kedro_mlflow.framework.hooks  # noqa: F401
+        from kedro_mlflow.framework.hooks.mlflow_hook import MlflowHook
     for w in caught:
         if "type hint" not in str(w.message):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return MlflowHook
 
 
-_import_plugin_quietly()
+MlflowHook = _import_plugin_quietly()
 
 LOCAL_STORE = "mlflow.db"
 LOCAL_ARTIFACTS = "mlartifacts"
-DEFAULT_EXPERIMENT = "mom_pipeline"
 # Outputs of every figure's reporting stage that become artifacts of the run.
 TRACKED_OUTPUTS = ("summary_table", "summary_markdown", "figure", "figure_plotly")
+# The plugin tags every truthy run parameter; these are said better elsewhere (the command, the
+# parameters) or duplicate a tag (`run_id` is `kedro_run_id`).
+REDUNDANT_PLUGIN_TAGS = ("run_id", "runtime_params", "extra_params")
 
 
 def local_tracking_uri(project_path: str | Path) -> str:
     return f"sqlite:///{(Path(project_path).resolve() / LOCAL_STORE).as_posix()}"
 
 
-def _mlflow_config(context) -> dict:
-    loader = context.config_loader
-    if "mlflow" not in loader.config_patterns:
-        loader.config_patterns["mlflow"] = ["mlflow*", "mlflow*/**", "**/mlflow*"]
-    try:
-        return dict(loader["mlflow"] or {})
-    except Exception:  # noqa: BLE001 - no mlflow.yml: the plugin's defaults
-        return {}
-
-
-def ensure_local_experiment(uri: str, name: str, artifacts: Path) -> None:
-    """Create experiment `name` in the local store with its artifacts under `artifacts`
-    (MLflow would otherwise put them in ./mlruns of whatever directory you run from)."""
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=uri)
-    if client.get_experiment_by_name(name) is None:
-        client.create_experiment(name, artifact_location=artifacts.resolve().as_uri())
+def local_store(config: dict, project_path: str | Path) -> dict:
+    """The mlflow config with the project's local store filled in where neither mlflow.yml nor
+    MLFLOW_TRACKING_URI names one (a team's shared server keeps its own artifact root)."""
+    server = dict(config.get("server") or {})
+    if server.get("mlflow_tracking_uri") or os.environ.get("MLFLOW_TRACKING_URI"):
+        return config
+    server["mlflow_tracking_uri"] = local_tracking_uri(project_path)
+    tracking = dict(config.get("tracking") or {})
+    experiment = dict(tracking.get("experiment") or {})
+    create = dict(experiment.get("create_experiment_kwargs") or {})
+    if not create.get("artifact_location"):
+        create["artifact_location"] = (Path(project_path).resolve() / LOCAL_ARTIFACTS).as_uri()
+    return {**config, "server": server,
+            "tracking": {**tracking, "experiment": {**experiment, "create_experiment_kwargs": create}}}
 
 
 def saved_path(dataset):
@@ -91,50 +98,106 @@ def flatten_parameters(prefix: str, value) -> dict[str, str]:
     return {metric_name(prefix): str(value)[:6000]}  # MLflow's names ('SPO+' -> 'SPOplus') and length limit
 
 
-class TrackingHooks:
-    """See the module docstring."""
+def _cli_words(values) -> str:
+    return ",".join(values) if isinstance(values, (list, tuple)) else str(values)
+
+
+def kedro_command(run_params: dict, argv: list[str] | None = None) -> str:
+    """The command that started the run: the command line itself under `kedro` (or `python -m
+    kedro` / `python -m mom_pipeline`), else (a session in a notebook or a test) the `kedro run`
+    that does the same."""
+    argv = sys.argv if argv is None else argv
+    program = Path(argv[0]).name if argv else ""
+    parent = Path(argv[0]).parent.name if argv else ""
+    if program == "kedro" or (program == "__main__.py" and parent in ("kedro", "mom_pipeline")):
+        return shlex.join(["kedro", *argv[1:]])
+    words = ["kedro", "run"]
+    flags = {"env": "--env", "pipeline_names": "--pipelines", "namespaces": "--namespaces", "tags": "--tags",
+             "node_names": "--nodes", "from_nodes": "--from-nodes", "to_nodes": "--to-nodes",
+             "from_inputs": "--from-inputs", "to_outputs": "--to-outputs"}
+    for key, flag in flags.items():
+        value = run_params.get(key)
+        if value and value != ["__default__"]:
+            words.append(f"{flag}={_cli_words(value)}")
+    if run_params.get("load_versions"):
+        words.append("--load-versions=" + ",".join(f"{k}:{v}" for k, v in run_params["load_versions"].items()))
+    runtime = flatten_parameters("", run_params.get("runtime_params") or {})
+    if runtime:
+        words.append("--params=" + ",".join(f"{k.lstrip('.')}={v}" for k, v in runtime.items()))
+    return shlex.join(words)
+
+
+def run_env(run_params: dict) -> str:
+    """The run's configuration environment (Kedro's default when none was given)."""
+    from mom_pipeline.settings import CONFIG_LOADER_ARGS
+
+    return run_params.get("env") or CONFIG_LOADER_ARGS.get("default_run_env") or "local"
+
+
+def hide_empty_default_experiment(client) -> None:
+    """MLflow creates an experiment `Default` (id 0) in every new database; the project logs into
+    its own, so an empty `Default` is marked deleted (the UI then lists one experiment)."""
+    default = client.get_experiment("0")
+    if default.lifecycle_stage == "active" and not client.search_runs(["0"], max_results=1, run_view_type=3):
+        client.delete_experiment("0")
+
+
+def _runner_name(runner) -> str:
+    """The runner's class name: Kedro hands it over as an object's repr ("<kedro.runner....
+    SequentialRunner object at 0x..>"), or "None" for a session's default runner."""
+    text = str(runner)
+    if text in ("None", ""):
+        return "SequentialRunner"
+    return text.split()[0].rsplit(".", 1)[-1] if text.startswith("<") else text
+
+
+class TrackingHooks(MlflowHook):
+    """kedro-mlflow's hook with the corrections of the module docstring."""
 
     def __init__(self):
+        super().__init__()
         self._catalog = None
-        self._set_uri = None  # the URI this hook put into MLFLOW_TRACKING_URI, until it is removed
-
-    @hook_impl(tryfirst=True)  # before kedro-mlflow reads the tracking URI
-    def after_context_created(self, context):
-        if self._set_uri is not None and os.environ.get("MLFLOW_TRACKING_URI") == self._set_uri:
-            # Left by a session that failed before its catalog was created (another project,
-            # or another run in the same process): it must not decide this session's store.
-            os.environ.pop("MLFLOW_TRACKING_URI")
-        self._set_uri = None
-        config = _mlflow_config(context)
-        configured = (config.get("server") or {}).get("mlflow_tracking_uri")
-        if configured or os.environ.get("MLFLOW_TRACKING_URI"):
-            return
-        uri = local_tracking_uri(context.project_path)
-        name = ((config.get("tracking") or {}).get("experiment") or {}).get("name") or DEFAULT_EXPERIMENT
-        ensure_local_experiment(uri, name, Path(context.project_path) / LOCAL_ARTIFACTS)
-        # kedro-mlflow falls back on this variable; it is removed again once the plugin has
-        # set the URI, so that another project in the same process gets its own store.
-        os.environ["MLFLOW_TRACKING_URI"] = uri
-        self._set_uri = uri
 
     @hook_impl
-    def after_catalog_created(self, catalog):
-        self._catalog = catalog
-        if self._set_uri is not None:
-            os.environ.pop("MLFLOW_TRACKING_URI", None)
-            self._set_uri = None
+    def after_context_created(self, context):
+        super().after_context_created(context)
+        config = self.mlflow_config
+        if config.server.mlflow_tracking_uri == local_tracking_uri(context.project_path):
+            hide_empty_default_experiment(config.server._mlflow_client)
 
-    @hook_impl(trylast=True)  # after kedro-mlflow has started the run
+    @hook_impl
+    def after_catalog_created(self, catalog, conf_catalog, conf_creds, parameters, save_version, load_versions):
+        super().after_catalog_created(catalog, conf_catalog, conf_creds, parameters, save_version, load_versions)
+        self._catalog = catalog
+
+    @hook_impl
     def before_pipeline_run(self, run_params, pipeline, catalog):
         import mlflow
 
-        if mlflow.active_run() is None:
+        run = self.mlflow_config.tracking.run
+        named = run.name
+        names = run_params.get("pipeline_names") or [run_params.get("pipeline_name") or "__default__"]
+        env = run_env(run_params)
+        if named is None:
+            run.name = f"{'+'.join(names)} ({env})"
+        try:
+            super().before_pipeline_run(run_params, pipeline, catalog)
+        finally:
+            run.name = named
+        if not self._is_mlflow_enabled or mlflow.active_run() is None:
             return
+        client = self.mlflow_config.server._mlflow_client
+        plugin_tags = client.get_run(self.run_id).data.tags
+        for key in REDUNDANT_PLUGIN_TAGS:
+            if key in plugin_tags:
+                client.delete_tag(self.run_id, key)
         commit, dirty = git_state(run_params.get("project_path") or ".")
-        mlflow.set_tags({"kedro_run_id": run_params.get("run_id") or "", "git_commit": commit,
-                         "git_dirty": str(dirty).lower()})
-        # The run's parameters, flattened (fig1.experiment.trials, ...). Logged here because the
-        # plugin flattens plain dicts only, and experiment specs reach the nodes as typed models.
+        tags = {"kedro_command": kedro_command(run_params), "env": env, "kedro_run_id": run_params.get("run_id") or "",
+                "git_commit": commit, "git_dirty": str(dirty).lower(), "pipeline_names": ",".join(names)}
+        tags["runner"] = _runner_name(run_params.get("runner"))
+        mlflow.set_tags(tags)
+        # Every parameter the run's nodes read, one per leaf (fig1.experiment.trials, ...), at the
+        # start: an interrupted run still says what it ran with.
         flat = {}
         for name in sorted(pipeline.inputs()):
             if name.startswith("params:"):
@@ -142,6 +205,21 @@ class TrackingHooks:
         items = list(flat.items())
         for start in range(0, len(items), 100):  # MLflow takes at most 100 parameters per call
             mlflow.log_params(dict(items[start:start + 100]))
+
+    @hook_impl
+    def before_node_run(self, node, catalog, inputs, is_async):
+        # The plugin re-opens the run here (threads) and logs the node's parameters; those are
+        # logged already, one per leaf, so they are not handed over.
+        others = {k: v for k, v in inputs.items() if not (k.startswith("params:") or k == "parameters")}
+        super().before_node_run(node, catalog, others, is_async)
+
+    @hook_impl
+    def on_pipeline_error(self, error, run_params, pipeline, catalog):
+        import mlflow
+
+        if self._is_mlflow_enabled and mlflow.active_run() is None:
+            return  # already ended (an interrupted run ends KILLED in hooks.RunReportHooks)
+        super().on_pipeline_error(error, run_params, pipeline, catalog)
 
     @hook_impl
     def after_dataset_saved(self, dataset_name, data, node):

@@ -64,6 +64,7 @@ def test_loky_equals_sequential():
     pd.testing.assert_frame_equal(sequential, parallel)
 
 
+@pytest.mark.slow
 def test_dask_cluster_equals_sequential():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(host="127.0.0.1", n_workers=2, threads_per_worker=1, processes=True,

@@ -1,6 +1,6 @@
 """A method trained once on some data is not trained again: figure 6 reuses figure 4's MOM
 variants on their shared trials, and a figure that gains a method trains only that method
-(`identity.method_key`, `storage.MethodIndex`, `datasets.TrialModelsDataset`)."""
+(`identity.method_key`, `storage.MethodIndex`, `datasets.ModelTrainingDataset`)."""
 
 import json
 
@@ -9,10 +9,10 @@ import pytest
 
 import mom_pipeline.experiments.train as train_module
 from mom_pipeline.data_cleanup import clean
-from mom_pipeline.datasets import TrialModelsDataset
+from mom_pipeline.datasets import ModelTrainingDataset
 from mom_pipeline.experiments import generate_experiment, parse_spec, solve_experiment
 from mom_pipeline.experiments.compute import ComputeConfig, StorageConfig
-from mom_pipeline.pipelines.experiment.nodes import evaluate_models, train_models
+from mom_pipeline.pipelines.experiment.nodes import evaluate_models, plan_training
 
 SETTING = {"problem": "shortest_path", "sweep": {"param": "degree", "values": [2]},
            "fixed": {"n_train": 40, "n_test": 25}, "trials": 2, "seed": 5}
@@ -44,8 +44,8 @@ def _run(spec, tmp_path, resume=True, trained_since=None):
     load what was stored, as the pipeline does."""
     data = generate_experiment(spec)
     solutions = solve_experiment(data, spec.basis_mode, spec.name)
-    plan = train_models(data, solutions, spec, ComputeConfig(), StorageConfig(resume=resume, trained_since=trained_since))
-    dataset = TrialModelsDataset(str(tmp_path / spec.name / "models.json"),
+    plan = plan_training(data, solutions, spec, ComputeConfig(), StorageConfig(resume=resume, trained_since=trained_since))
+    dataset = ModelTrainingDataset(str(tmp_path / spec.name / "models.json"),
                                  method_index=str(tmp_path / "method_index"))
     dataset.save(plan)
     models = dataset.load()

@@ -69,6 +69,7 @@ def corrupt(tables: dict, kind: str, r: int, q: int, j: int) -> tuple[dict, dict
     raise ValueError(kind)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(CORRUPTIONS), st.integers(0, 3), st.integers(0, 11), st.integers(0, 11), st.integers(0, 50))
 def test_corrupted_observations_are_named_and_reported_once(kind, seed, r, q, j):

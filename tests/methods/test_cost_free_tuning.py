@@ -60,6 +60,7 @@ def test_the_curve_fitted_as_one_path_per_fold_equals_one_fit_per_lambda(formula
         assert row["heldout_hinge"] == pytest.approx(np.mean([hinge for _, hinge in scores]), rel=1e-6)
 
 
+@pytest.mark.slow
 def test_folds_fitted_at_once_give_the_curve_of_folds_fitted_one_after_the_other(monkeypatch):
     """With n_jobs above 1 large folds are fitted on threads at once (forced here on a small
     problem): the same curve, every score equal to the last bit, and the fits ran on two threads."""

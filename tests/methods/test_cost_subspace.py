@@ -33,6 +33,7 @@ def test_reduced_cost_rows_lie_in_the_null_space_of_the_constraints(problem):
     np.testing.assert_allclose(rows - (rows @ V) @ V.T, 0.0, atol=1e-12 * np.abs(rows).max())
 
 
+@pytest.mark.slow
 def test_dual_formulation_on_the_null_space_equals_the_whole_problem():
     trial = generate_shortest_path(120, 0, degree=4, eps_bar=0.5, seed=5)
     X = trial.lp.solve(trial.train.C).x
@@ -81,6 +82,7 @@ def test_kernel_mom_grid_on_the_cost_subspace_equals_the_whole_problem(monkeypat
         assert mom_objective(ours.coef_, M, features, ours.lam) == pytest.approx(ours.objective_, rel=1e-10)
 
 
+@pytest.mark.slow
 def test_rotated_rows_at_tiny_lam_reach_the_optimum():
     """Figure 4's trial 0 (degree-1 data, 375 tuning samples), polynomial kernel MOM of degree 1
     on the cost subspace (50 unknowns, rows rotated into dense ones) over the nine lam values.

@@ -85,7 +85,7 @@ def test_fast_solver_from_a_poor_warm_start_stays_exact(problem):
     w0 = np.random.default_rng(3).normal(size=M.shape[2] * Z.shape[1])
     Theta, info = solve_hinge_qp(M, Z, lam, w0=w0)
     assert mom_objective(Theta, M, Z, lam) == pytest.approx(mom_objective(reference, M, Z, lam), rel=1e-6)
-    assert info["rounds"] >= 1
+    assert info["iterations"] >= 1
 
 
 def _dual_formulation_cvxpy(A, X, Z, lam):
@@ -224,10 +224,15 @@ def test_clear_errors():
         MOM(lam=0.0).fit(Z, X, lp=lp)
     with pytest.raises(ValueError, match="lam"):
         MOM(lam=-1.0).fit(Z, X, lp=lp)
-    with pytest.raises(ValueError, match="unknown solver"):
+    with pytest.raises(ValueError, match="'solver' parameter of MOM must be a str among .*Got 'gurobi'"):
         MOM(solver="gurobi").fit(Z, X, lp=lp)
-    with pytest.raises(ValueError, match="unknown formulation"):
+    with pytest.raises(ValueError, match="'formulation' parameter of MOM must be a str among .*Got 'primal'"):
         MOM(formulation="primal").fit(Z, X, lp=lp)
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="'lam' parameter of MOM must be a float in the range"):
+            MOM(lam=bad).fit(Z, X, lp=lp)
+    with pytest.raises(ValueError, match="'n_jobs' parameter of MOM"):
+        MOM(n_jobs=0).fit(Z, X, lp=lp)
     with pytest.raises(ValueError, match="radius"):
         MOM(radius=0.0).fit(Z, X, lp=lp)
     with pytest.raises(ValueError, match="X_star must be"):
@@ -279,7 +284,7 @@ def test_box_qp_of_the_working_set_matches_cvxpy(rank):
     rng = np.random.default_rng(rank)
     factor = rng.normal(size=(40, rank))
     Q, c, upper = factor @ factor.T, rng.normal(size=40), 0.3
-    a = _box_qp(Q, c, upper)
+    a = _box_qp(Q, c, upper).solution
     x = cp.Variable(40)
     problem = cp.Problem(cp.Minimize(0.5 * cp.quad_form(x, cp.psd_wrap(Q)) + c @ x), [x >= 0, x <= upper])
     problem.solve(solver=cp.CLARABEL)
@@ -351,7 +356,7 @@ def test_interior_point_of_the_restricted_problem_matches_cvxpy(lam):
     k, p, weight = 600, 30, 1.0 / 200
     H = rng.normal(size=(k, p)) / np.sqrt(p)
     g = weight * H[:40].sum(axis=0) * 3.0  # rows assumed violated enter as a constant gradient
-    w = _hinge_qp_ipm(H, g, lam, weight)
+    w = _hinge_qp_ipm(H, g, lam, weight).solution
     x = cp.Variable(p)
     objective = 0.5 * lam * cp.sum_squares(x) - g @ x + weight * cp.sum(cp.pos(1 - H @ x))
     reference = cp.Problem(cp.Minimize(objective))
@@ -385,7 +390,7 @@ def test_box_qp_accepts_the_round_off_floor_of_a_badly_scaled_gram_matrix():
     factor = rng.normal(size=(300, 300)) * np.logspace(0, 4.5, 300)
     Q = factor @ factor.T
     c, upper = -np.ones(300) + rng.normal(size=300) * 1e3, 2e-3
-    a = _box_qp(Q, c, upper)
+    a = _box_qp(Q, c, upper).solution
     x = cp.Variable(300)
     problem = cp.Problem(cp.Minimize(0.5 * cp.quad_form(x, cp.psd_wrap(Q)) + c @ x), [x >= 0, x <= upper])
     problem.solve(solver=cp.CLARABEL)

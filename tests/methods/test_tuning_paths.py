@@ -28,7 +28,7 @@ def trial(request):
 
 def test_mom_path_equals_cvxpy_on_every_lambda(trial, monkeypatch):
     # Linear MOM is below the policy's size for warm starts: force them to check them exact here too.
-    monkeypatch.setattr("mom_pipeline.solvers.hinge_path.path_warm_start", lambda n_vars, n_rows: True)
+    monkeypatch.setattr("mom_pipeline.solvers.policy.path_warm_start", lambda n_vars, n_rows: True)
     trial, solution = trial
     Z = trial.train.Z
     models = MOM.fit_many([MOM(lam=lam) for lam in LAMBDAS], Z, solution.x, lp=trial.lp, basis=solution.basis)
@@ -50,9 +50,15 @@ def test_mom_fit_many_fits_other_configurations_one_by_one(trial):
                                    basis=solution.basis)
     alone = MOM(lam=1e-2, radius=0.5).fit(Z, solution.x, lp=trial.lp, basis=solution.basis)
     np.testing.assert_allclose(ball.coef_, alone.coef_, rtol=1e-9, atol=1e-12)
-    assert "path" not in ball.solver_info_ and reference.solver_info_["path"] in ("active_set", "warm_working_set", "cold")
-    with pytest.raises(ValueError, match="lam must be"):
+    # the ball model is solved alone (working set), the other on the regularization path
+    assert ball.solver_info_["path"] == "working_set"
+    assert reference.solver_info_["path"] in ("active_set", "warm_working_set", "cold")
+    with pytest.raises(ValueError, match="'lam' parameter of MOM must be"):
         MOM.fit_many([MOM(lam=0.0)], Z, solution.x, lp=trial.lp, basis=solution.basis)
+    first = MOM(lam=1e-2)  # a grid with one bad value: nothing is fitted
+    with pytest.raises(ValueError, match="'tol' parameter of MOM must be"):
+        MOM.fit_many([first, MOM(lam=1e-2, tol=-1.0)], Z, solution.x, lp=trial.lp, basis=solution.basis)
+    assert not hasattr(first, "coef_")
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +112,7 @@ def test_kernel_ridge_grid_equals_direct_solves(trial, kernel, cells):
         np.testing.assert_allclose(model.predict_cost(Z_new), expected, rtol=1e-6, atol=1e-6 * scale)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("degree, gamma", [(4, 0.5), (3, 4.0)])
 def test_kernel_mom_path_at_small_lambda_equals_cvxpy(degree, gamma):
     """The figures' hot spot: polynomial kernels of degree 2-4 down to lam = 1e-6 (nearly hard
@@ -178,7 +185,7 @@ def test_box_gap_bounds_the_suboptimality():
     rng = np.random.default_rng(0)
     G = rng.normal(size=(30, 12))
     Q, c, upper = G @ G.T, rng.normal(size=30), 0.3
-    best = box_qp(Q, c, upper, tol=1e-12)
+    best = box_qp(Q, c, upper, tol=1e-12).solution
     f = lambda a: 0.5 * a @ Q @ a + c @ a  # noqa: E731
     assert box_gap(Q, c, upper, best) <= 1e-8
     for _ in range(5):
@@ -186,6 +193,7 @@ def test_box_gap_bounds_the_suboptimality():
         assert box_gap(Q, c, upper, a) >= f(a) - f(best) - 1e-12
 
 
+@pytest.mark.slow
 def test_kernel_mom_on_the_box_dual_path_equals_cvxpy():
     from mom_pipeline.solvers import restricted_qp_method
 

@@ -24,7 +24,7 @@ def _latest(folder: Path) -> Path:
 def test_dfl_benchmark_is_registered_outside_the_default_run():
     pipelines = register_pipelines()
     names = {n.name for n in pipelines["dfl_benchmark"].nodes}
-    assert {"dfl_benchmark.noise0.report_dfl", "dfl_benchmark.noise05_n5000.train_models"} <= names
+    assert {"dfl_benchmark.noise0.report_dfl", "dfl_benchmark.noise05_n5000.plan_training"} <= names
     assert not any(n.namespace and n.namespace.startswith("dfl_benchmark") for n in pipelines["__default__"].nodes)
 
 

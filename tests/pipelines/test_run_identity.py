@@ -33,9 +33,9 @@ def test_mixed_dataset_versions_stop_the_run(project_copy):
     _run(project_copy, to_nodes=["fig1.extract_bases"])
     _run(project_copy, {"fig1": {"experiment": {"seed": 7}}}, to_nodes=["fig1.generate_data"])
     with pytest.raises(Exception, match="problem_data of setting 0, trial 0 was generated with other parameters"):
-        _run(project_copy, from_nodes=["fig1.train_models"])
+        _run(project_copy, from_nodes=["fig1.plan_training"])
     with pytest.raises(Exception, match="solutions of setting 0, trial 0 belong to other data"):
-        _run(project_copy, {"fig1": {"experiment": {"seed": 7}}}, from_nodes=["fig1.train_models"])
+        _run(project_copy, {"fig1": {"experiment": {"seed": 7}}}, from_nodes=["fig1.plan_training"])
     assert not (project_copy / "data" / "07_model_output").exists()
 
 
@@ -93,13 +93,13 @@ def test_the_method_index_stays_in_the_project_whatever_the_working_directory(pr
 def test_a_relative_method_index_outside_a_path_entry_is_refused(tmp_path):
     from kedro.io import DatasetError
 
-    from mom_pipeline.datasets import TrialModelsDataset
+    from mom_pipeline.datasets import ModelTrainingDataset
 
     with pytest.raises(DatasetError, match=r"write it as method_index: \{path: data/06_models/method_index\}"):
-        TrialModelsDataset(str(tmp_path / "models.json"), method_index="data/06_models/method_index")
+        ModelTrainingDataset(str(tmp_path / "models.json"), method_index="data/06_models/method_index")
     with pytest.raises(DatasetError, match="must be"):
-        TrialModelsDataset(str(tmp_path / "models.json"), method_index={"pth": "x"})
-    dataset = TrialModelsDataset(str(tmp_path / "models.json"), method_index={"path": str(tmp_path / "index")})
+        ModelTrainingDataset(str(tmp_path / "models.json"), method_index={"pth": "x"})
+    dataset = ModelTrainingDataset(str(tmp_path / "models.json"), method_index={"path": str(tmp_path / "index")})
     assert dataset._describe()["method_index"] == str(tmp_path / "index")
 
 

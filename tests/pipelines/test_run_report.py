@@ -15,12 +15,12 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 def test_stage_ends_when_its_last_output_is_saved_and_failed_runs_are_reported(tmp_path):
     hooks = RunReportHooks()
     hooks.before_pipeline_run(run_params={}, pipeline=None, catalog=None)
-    train = SimpleNamespace(name="fig1.train_models", outputs=["fig1.models"])
+    train = SimpleNamespace(name="fig1.plan_training", outputs=["fig1.models"])
     hooks.before_node_run(train)
     hooks.after_node_run(train)
     assert hooks._timings == []  # the lazy partitions are trained while `models` is saved
     hooks.after_dataset_saved("fig1.models", None, train)
-    assert [name for name, _ in hooks._timings] == ["fig1.train_models"]
+    assert [name for name, _ in hooks._timings] == ["fig1.plan_training"]
     evaluate = SimpleNamespace(name="fig1.evaluate_models", outputs=["fig1.evaluation", "fig1.hyperparameters"])
     hooks.before_node_run(evaluate)
     hooks.after_dataset_saved("fig1.evaluation", None, evaluate)
@@ -30,7 +30,7 @@ def test_stage_ends_when_its_last_output_is_saved_and_failed_runs_are_reported(t
     report = (tmp_path / "data" / "08_reporting" / "run_reports" / f"{run_id}.md").read_text()
     assert "- status: FAILED: RuntimeError: solver diverged" in report
     assert f"- run id (save version of every versioned dataset): {run_id}" in report
-    assert "| fig1.train_models |" in report and "| fig1.evaluate_models | unfinished |" in report
+    assert "| fig1.plan_training |" in report and "| fig1.evaluate_models | unfinished |" in report
 
 
 def test_git_state():

@@ -58,7 +58,7 @@ def test_registered_pipelines():
     assert paper == {n.name for n in pipelines["__default__"].nodes if n.namespace.split(".")[0] != "formulations"}
     assert {n.namespace.split(".")[0] for n in pipelines["paper"].nodes} == {f"fig{i}" for i in range(1, 8)}
     # readable node names: <figure>.<stage node>
-    assert "fig1.train_models" in {n.name for n in pipelines["shortest_path"].nodes}
+    assert "fig1.plan_training" in {n.name for n in pipelines["shortest_path"].nodes}
 
 
 def test_every_figure_has_its_outputs(smoke_run):
@@ -84,6 +84,7 @@ def test_every_figure_has_its_outputs(smoke_run):
     assert reports and "Package versions" in reports[0].read_text()
 
 
+@pytest.mark.notebook
 def test_notebook_redraws_a_figure(smoke_run):
     notebook = nbformat.read(PROJECT_ROOT / "notebooks" / "redraw_figure.ipynb", as_version=4)
     os.environ.update(MOM_PROJECT_PATH=str(smoke_run), MOM_ENV="smoke", MOM_FIGURE="fig1")
@@ -126,6 +127,7 @@ def test_run_is_tracked_in_mlflow(smoke_run):
     assert f"{version}.md" in {a.path for a in client.list_artifacts(run.info.run_id)}  # the run report
 
 
+@pytest.mark.browser
 def test_kedro_viz_renders_in_a_browser(smoke_run):
     """`kedro viz build --include-previews`, served over HTTP, in headless Chromium: the
     shortest-path nodes are drawn and a plotly preview renders."""
@@ -143,7 +145,7 @@ def test_kedro_viz_renders_in_a_browser(smoke_run):
         names = {t.strip() for t in page.locator("g.pipeline-node").all_text_contents()}
         for fig in EXPERIMENTS["shortest_path"]:
             assert {f"{fig}.figure_plotly", f"{fig}.summary_table", f"{fig}.metrics"} <= names
-        assert {"train_models", "evaluate_models", "report_experiment", "track_metrics"} <= names
+        assert {"plan_training", "evaluate_models", "report_experiment", "track_metrics"} <= names
         assert not {n for n in names if n.startswith(("fig3", "fig5"))}  # only the shortest-path figures
         page.locator("g.pipeline-node", has_text="fig1.figure_plotly").dispatch_event("click")
         plot = page.locator(".js-plotly-plot").first

@@ -121,6 +121,7 @@ def _count_active_set(monkeypatch) -> list:
     return successes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kernel, degree, gamma", [("rbf", 2, 0.1), ("rbf", 2, 1.0), ("poly", 3, 0.5)])
 def test_kernel_mom_grid_with_the_active_set_equals_cvxpy(knapsack, monkeypatch, kernel, degree, gamma):
     """Every lam of a cell (1e-6..1e2, one regularization path), narrow RBF included, ends at the
@@ -153,7 +154,7 @@ def test_a_stalled_interior_point_method_is_finished_by_the_active_set(knapsack,
 
     def stalling(Q, c, upper, **kwargs):
         # a stall happens at the round-off floor, near the optimum: not at the relative-gap stop
-        a = original(Q, c, upper, **dict(kwargs, gap_rel=0.0))
+        a = original(Q, c, upper, **dict(kwargs, gap_rel=0.0)).solution
         stalls.append(1)
         raise BoxQPStalled("stalled for the test", np.clip(a + 1e-9 * upper, 0.0, upper))
 
@@ -186,7 +187,8 @@ def _record_starts(monkeypatch) -> list:
     return started
 
 
-@pytest.mark.parametrize("kernel", [dict(kernel="poly", degree=3), dict(kernel="poly", degree=1), dict(kernel="rbf")])
+@pytest.mark.parametrize("kernel", [pytest.param(dict(kernel="poly", degree=3), marks=pytest.mark.slow), dict(kernel="poly", degree=1),
+                                    pytest.param(dict(kernel="rbf"), marks=pytest.mark.slow)])
 def test_cells_started_from_a_neighbouring_gamma_end_at_their_own_optimum(knapsack, monkeypatch, kernel):
     """A kernel grid's cells that differ only in gamma start their working sets from the
     previous cell's margins (RBF: when gamma at most doubles); each lam still ends where the
@@ -287,6 +289,7 @@ def test_a_restricted_qp_clarabel_gives_up_on_is_solved_by_the_certified_box_dua
         solve_hinge_qp(M, Z, lam, w0=w0)
 
 
+@pytest.mark.slow
 def test_path_guesses_reuse_one_gram_factorization_and_end_at_the_optimum(knapsack, monkeypatch):
     """On a narrow RBF path the guesses from the previous lam solve their Gram systems from a
     shared factorization (fewer factorizations than solves), and every lam stays exact."""

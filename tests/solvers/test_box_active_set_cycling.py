@@ -38,7 +38,7 @@ def test_settled_rows_get_the_optimums_sets(seed):
     """With every other row in its optimal set, the rows to settle get theirs too, whatever
     sets they had (all three kinds of row among them)."""
     Q, c, upper = _box_problem(seed)
-    a = box_qp(Q, c, upper, tol=1e-12)
+    a = box_qp(Q, c, upper, tol=1e-12).solution
     at_lower, at_upper = a <= 1e-8 * upper, a >= (1 - 1e-8) * upper
     free = ~at_lower & ~at_upper
     rng = np.random.default_rng(seed)
@@ -61,6 +61,7 @@ def knapsack():
     return trial, solution, operators_of_bases(trial.lp.A, solution.basis)
 
 
+@pytest.mark.slow
 def test_kernel_mom_path_with_settled_rows_equals_cvxpy(knapsack, monkeypatch):
     """A narrow RBF cell (squared norm, gamma 0.5: rows cycle there) with the settling used from
     100 rows on instead of 1000: the settling runs, and every lam ends where the path without it

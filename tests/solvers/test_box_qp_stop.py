@@ -27,13 +27,13 @@ def test_relative_gap_stop_is_certified_against_cvxpy(seed, offset):
     Q, c, upper = _rank_deficient_box_qp(seed)
     f_ref = _optimum(Q, c, upper)
     rel = 1e-6
-    a = box_qp(Q, c, upper, gap_tol=1e-30, gap_rel=rel, offset=offset)
+    a = box_qp(Q, c, upper, gap_tol=1e-30, gap_rel=rel, offset=offset).solution
     f = 0.5 * a @ Q @ a + c @ a
     gap = box_gap(Q, c, upper, a)
     assert a.min() >= 0 and a.max() <= upper
     assert gap <= rel * abs(f + offset)  # the certificate the stop promises ...
     assert f - f_ref <= gap + 1e-8 * abs(f_ref)  # ... bounds the distance to the optimum
-    tight = box_qp(Q, c, upper, gap_tol=1e-12)  # the absolute stop alone, as before gap_rel
+    tight = box_qp(Q, c, upper, gap_tol=1e-12).solution  # the absolute stop alone, as before gap_rel
     assert 0.5 * tight @ Q @ tight + c @ tight <= f + 1e-9  # the looser stop is never better
 
 

@@ -71,6 +71,7 @@ def test_margin_multipliers_certify_an_optimum_and_not_a_moved_point():
     assert restricted_gap(rows, lam, weight, moved, alpha, index, gradient) >= error
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kernel, params, lam", [
     ("poly", dict(degree=3), 1e-4),
 ])

@@ -5,6 +5,7 @@ violated; the optimum does not depend on it."""
 import numpy as np
 import pytest
 
+from mom_pipeline.solvers import policy
 import mom_pipeline.solvers.hinge_working_set as hinge_working_set
 from mom_pipeline.methods.mom import mom_objective, solve_hinge_qp, solve_hinge_qp_cvxpy
 from mom_pipeline.methods.mom_problem import MOMHingeRows
@@ -57,7 +58,7 @@ def test_the_band_does_not_change_a_kernel_path(rbf_problem, monkeypatch):
 
     lams = [float(v) for v in np.logspace(-5, 1, 7)]
     wide = solve_mom_path(M, features, lams)
-    monkeypatch.setattr(hinge_working_set, "KERNEL_LINEAR_BELOW", 1e-2)
+    monkeypatch.setattr(policy, "KERNEL_LINEAR_BELOW", 1e-2)
     narrow = solve_mom_path(M, features, lams)
     for lam, (Theta_wide, _), (Theta_narrow, _) in zip(lams, wide, narrow):
         assert mom_objective(Theta_wide, M, features, lam) == pytest.approx(

@@ -72,6 +72,7 @@ def test_restricted_gap_keeps_its_digits_at_tiny_lam():
     assert gap >= 0
 
 
+@pytest.mark.slow
 def test_stalled_box_duals_are_accepted_only_when_certified_and_match_clarabel(monkeypatch):
     """Figure 4's trial 0 (degree-1 data, the 375 tuning samples), RBF kernel MOM with gamma 5 on
     a half-decade lam path: at the smallest lam the box dual stalls on restricted QPs of about

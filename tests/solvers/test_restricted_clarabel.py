@@ -13,6 +13,7 @@ from mom_pipeline.methods.tuning import validation_split
 from mom_pipeline.problems import generate_knapsack
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gamma", [3.0, 5.0])
 def test_restricted_clarabel_solves_reach_the_optimum_at_tiny_lam(monkeypatch, gamma):
     """Figure 4's trial 0 (degree-1 data, the 375 tuning samples), RBF kernel MOM. On a
@@ -54,6 +55,7 @@ def knapsack_rows():
     return MOMHingeRows(M, model.transform(trial.train.Z) @ model.row_space_)
 
 
+@pytest.mark.slow
 def test_polish_puts_margin_rows_on_the_margin_and_never_raises_the_objective(knapsack_rows):
     """An optimum at tiny lam whose margin rows were moved off by 1e-6 (the size of the box
     dual's round-off there) is brought back: margins on 1 to 1e-9, objective back to the
@@ -61,7 +63,7 @@ def test_polish_puts_margin_rows_on_the_margin_and_never_raises_the_objective(kn
     rows = knapsack_rows
     lam, weight = 1e-13, 1.0 / rows.T
     assert lam < margin_polish.POLISH_BELOW_LAM
-    w, _ = hinge_working_set.solve_working_set(rows, lam, weight, None, 1e-8, None, 1e-2, 1e-2, 100)
+    w = hinge_working_set.solve_working_set(rows, lam, weight, None, 1e-8, None, 1e-2, 1e-2, 100).solution
     on_margin = np.flatnonzero(np.abs(rows.margins(w) - 1.0) <= 1e-9)
     assert on_margin.size > 0
     step = rows.weighted_sum_of(on_margin, np.random.default_rng(0).normal(size=on_margin.size))

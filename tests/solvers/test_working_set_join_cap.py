@@ -6,6 +6,7 @@ uncapped rounds and cvxpy's."""
 import numpy as np
 import pytest
 
+from mom_pipeline.solvers import policy
 import mom_pipeline.solvers.hinge_working_set as hinge_working_set
 from mom_pipeline.methods.mom import mom_objective, solve_hinge_qp_cvxpy
 from mom_pipeline.methods.mom_solve import solve_mom_path
@@ -30,14 +31,15 @@ def test_furthest_broken_rows_join_first():
     assert held == 0 and joining.tolist() == broken.tolist()
 
 
+@pytest.mark.slow
 def test_capped_rounds_end_at_the_uncapped_optima(rbf_problem, monkeypatch):
     M, features = rbf_problem
     assert adaptive_working_set(M.shape[2] * features.shape[1])
     # A cap of 5 rows (not 100) makes it bind on this small problem.
-    monkeypatch.setattr(hinge_working_set, "WORKING_SET_JOIN_MIN", 5)
+    monkeypatch.setattr(policy, "WORKING_SET_JOIN_MIN", 5)
     capped = solve_mom_path(M, features, LAMS)
     assert sum(info.get("held_back", 0) for _, info in capped) > 0  # rows were held back
-    monkeypatch.setattr(hinge_working_set, "WORKING_SET_JOIN_ROUNDS", 0)  # no cap
+    monkeypatch.setattr(policy, "WORKING_SET_JOIN_ROUNDS", 0)  # no cap
     uncapped = solve_mom_path(M, features, LAMS)
     assert sum(info.get("held_back", 0) for _, info in uncapped) == 0
     for lam, (Theta, _), (Theta_uncapped, _) in zip(LAMS, capped, uncapped):

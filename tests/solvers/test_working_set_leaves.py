@@ -5,6 +5,7 @@ do not depend on how often they may."""
 import numpy as np
 import pytest
 
+from mom_pipeline.solvers import policy
 import mom_pipeline.solvers.hinge_working_set as hinge_working_set
 from mom_pipeline.methods.mom import mom_objective, solve_hinge_qp_cvxpy
 from mom_pipeline.methods.mom_solve import solve_mom_path
@@ -20,13 +21,14 @@ def wide_rbf_problem():
     return rbf_kernel_problem(50, degree=1, seed=21, gamma=5.0, rbf_norm="unsquared")
 
 
+@pytest.mark.slow
 def test_rows_leave_again_and_the_path_ends_at_the_optima(wide_rbf_problem, monkeypatch):
     M, features = wide_rbf_problem
     assert adaptive_working_set(M.shape[2] * features.shape[1])
     path = solve_mom_path(M, features, LAMS)
     # (a lam solved by the active-set guess from the previous optimum has no working set)
     assert max(info.get("most_leaves", 0) for _, info in path) >= 2  # rows came back and left again
-    monkeypatch.setattr(hinge_working_set, "WORKING_SET_LEAVES", 1)
+    monkeypatch.setattr(policy, "WORKING_SET_LEAVES", 1)
     once = solve_mom_path(M, features, LAMS)
     assert max(info.get("most_leaves", 0) for _, info in once) <= 1  # the cap holds
     for lam, (Theta, _), (Theta_once, _) in zip(LAMS, path, once):

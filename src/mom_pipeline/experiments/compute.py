@@ -16,6 +16,7 @@ from pydantic import Field, StrictBool, StrictInt, model_validator
 
 from .progress import TrialProgress
 from .spec import SpecError, StrictModel
+from ..allocator import keep_freed_memory
 from .storage import KEEP_MODELS
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,13 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
+def _in_worker(fn: Callable, *args):
+    """fn(*args) in a worker process, under the process settings of a Kedro run
+    (`allocator.keep_freed_memory`, applied once per process; importing the package does not)."""
+    keep_freed_memory()
+    return fn(*args)
+
+
 @contextlib.contextmanager
 def _backend(config: ComputeConfig, **options):
     import joblib
@@ -145,7 +153,7 @@ def imap_trials(fn: Callable, items: Iterable, config: ComputeConfig, desc: str 
         import joblib
 
         with _backend(config, return_as="generator", pre_dispatch=config.max_in_flight()) as parallel:
-            for result in parallel(joblib.delayed(fn)(*item) for item in items):
+            for result in parallel(joblib.delayed(_in_worker)(fn, *item) for item in items):
                 tracker.update()
                 yield result
     finally:

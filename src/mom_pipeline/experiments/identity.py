@@ -9,11 +9,13 @@
   trained on, evaluation rows the data key they were evaluated on: every stage proves that
   it belongs to the same trial, or the run stops with a message naming both.
 * `training_key(spec, trial, keep_models)`: the data key plus the basis mode, every method's
-  configuration and its declared code version, and what is stored. It names the trial's
+  configuration and the identity of the code that trains it (`code_identity`: a hash of the
+  modules it runs and of the libraries' versions), and what is stored. It names the trial's
   stored models (data/06_models/<figure>/trials/<training key>.pkl), so a rerun finds a
   finished trial there and reuses it, while any change of what the result depends on gives
-  a new key. Editing a docstring changes nothing; changing a method's numerics should bump
-  its entry in `CODE_VERSIONS` (or `GENERATOR_VERSION` for the data).
+  a new key. Editing a docstring or a comment changes nothing; editing a method's or a
+  solver's code retrains the methods that run it. The data generators' code is declared
+  (bump `GENERATOR_VERSION`): the generation key is a column of the evaluation tables.
 * `method_key(spec, trial, config, keep_models)`: the same for one method alone (its label
   aside, with the seed its tuning and fit draw from). Two experiments, or two runs of one
   experiment, that train the same method on the same data get the same key, so a method
@@ -28,12 +30,11 @@ import json
 
 import numpy as np
 
+from .code_identity import code_identity
 from .spec import ExperimentSpec
 
 #: Bump when the trial generators change the data they draw from a seed.
 GENERATOR_VERSION = 1
-#: Per estimator: bump when a change of its code changes its fitted models or decisions.
-CODE_VERSIONS: dict[str, int] = {}
 
 
 def _digest(payload) -> str:
@@ -66,9 +67,8 @@ def data_key(generation: str, trial_data) -> str:
 
 def method_payload(spec: ExperimentSpec) -> list:
     """What the fitted models depend on besides the data: each method's configuration and
-    the declared code version of its estimator."""
-    return [{**config.model_dump(), "code_version": CODE_VERSIONS.get(config.estimator, 0)}
-            for config in spec.method_configs()]
+    the identity of the code that trains it."""
+    return [{**config.model_dump(), "code": code_identity(config.estimator)} for config in spec.method_configs()]
 
 
 def training_key(spec: ExperimentSpec, trial, keep_models: str) -> str:
@@ -80,11 +80,11 @@ def training_key(spec: ExperimentSpec, trial, keep_models: str) -> str:
 
 def method_key(spec: ExperimentSpec, trial, config, keep_models: str) -> str:
     """The name of one method's result on a generated trial (`TrialData`): its data key, the
-    basis mode, the method's configuration and code version, the seed of its tuning split and
+    basis mode, the method's configuration and code identity, the seed of its tuning split and
     fit, and what is stored; not its label nor the other methods of the experiment."""
     method_seed = spec.trial_seed(trial.setting, trial.trial, stream=1).generate_state(4)
     return _digest({"data": trial.key, "basis_mode": spec.basis_mode, "method": config.model_dump(exclude={"label"}),
-                    "code_version": CODE_VERSIONS.get(config.estimator, 0),
+                    "code": code_identity(config.estimator),
                     "seed_state": [int(v) for v in method_seed], "keep_models": keep_models})
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 import joblib
 import numpy as np
 
+from ..methods.registry import method_entry
 from .identity import array_digest
 
 log = logging.getLogger(__name__)
@@ -70,10 +71,8 @@ class StoredPredictions:
 
     def refit(self, trial, solutions):
         """The fitted model, rebuilt deterministically from the trial's training samples."""
-        from .train import estimator_class
-
         data = trial.data
-        model = estimator_class(self.estimator)(**self.params)
+        model = method_entry(self.estimator).cls(**self.params)
         basis = None if self.x_star_only else solutions.train.basis
         return model.fit(data.train.Z, solutions.train.x, lp=data.lp, basis=basis,
                          C=data.train.C if model.needs_costs else None)
@@ -92,8 +91,9 @@ class StoredTrial:
 
 @dataclass(frozen=True, eq=False)
 class TrainingPlan:
-    """What the training node hands to the models dataset: per (setting, trial), its training
-    key, its data key and the method keys of its methods ({label: `identity.method_key`});
+    """What `plan_training` hands to the models dataset, whose save runs it: per (setting,
+    trial), its training key, its data key and the method keys of its methods ({label:
+    `identity.method_key`});
     and `train(cells, reused)`, which trains the given cells and yields their `StoredTrial`
     as they finish (the dataset skips the cells already stored, and passes the methods it
     found already trained: reused = {cell: {label: (method, trial file)}})."""

@@ -29,6 +29,7 @@ import pandas as pd
 from ..methods.base import CostModel
 from ..methods.registry import UnknownMethodError, method_entry
 from ..methods.tuning import radius_grid
+from .code_identity import code_identity, source_commit
 from .data import TrialData, TrialSolutions
 from .identity import check_same_trial
 from .spec import ExperimentSpec, MethodConfig, SpecError
@@ -67,6 +68,11 @@ class TrainedMethod:
     # The trial file this method was taken from when it was not trained for this trial but
     # found already trained on the same data (`storage.MethodIndex`); "" when trained here.
     reused_from: str = ""
+    # What trained it: `code_identity.code_identity` of its estimator and the checkout's git
+    # commit (`code_identity.source_commit`), stamped in the main process; "" when unknown
+    # (stored before these fields).
+    code: str = ""
+    commit: str = ""
 
 
 def _seed(spec: ExperimentSpec, setting: int, trial: int) -> int:
@@ -155,14 +161,16 @@ def train_for_storage(spec: ExperimentSpec, trial: TrialData, solutions: TrialSo
 def with_reused(spec: ExperimentSpec, stored: StoredTrial, reused: dict) -> StoredTrial:
     """The trial with the methods found already trained (reused = {label: (method, trial
     file)}) added to those trained here, in the configured order; each reused method is
-    relabelled for this experiment and records the file it came from."""
+    relabelled for this experiment and records the file it came from, each method trained
+    here records the code and the commit that trained it."""
     methods = {}
     for config in parse_methods(spec):
         if config.label in reused:
             method, path = reused[config.label]
             methods[config.label] = dataclasses.replace(method, label=config.label, reused_from=str(path))
         else:
-            methods[config.label] = stored.methods[config.label]
+            methods[config.label] = dataclasses.replace(stored.methods[config.label],
+                                                        code=code_identity(config.estimator), commit=source_commit())
     return dataclasses.replace(stored, methods=methods)
 
 
@@ -174,6 +182,14 @@ def failed_cells(trained: dict[str, TrainedMethod]) -> dict[str, pd.DataFrame]:
         if "error" in scores and scores["error"].notna().any():
             out[label] = scores[scores["error"].notna()]
     return out
+
+
+def trained_by(methods) -> str:
+    """What trained the methods (`TrainedMethod`s), for a log line: their commits and code
+    identities."""
+    commits = sorted({getattr(m, "commit", "") or "an unknown commit" for m in methods})
+    codes = sorted({getattr(m, "code", "") or "unknown" for m in methods})
+    return f"trained at {', '.join(commits)} (code {', '.join(codes)})"
 
 
 def log_failed_cells(spec: ExperimentSpec, setting: int, trial: int, trained: dict[str, TrainedMethod],

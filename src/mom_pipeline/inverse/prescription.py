@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .schema import ID, INTERCEPT, InverseInputError, InverseProblem
+from .tables import robust_ranges
 from .validation import validate_inverse_problem
 
 
@@ -67,14 +68,22 @@ class FittedOn:
     add_intercept: bool
     n_variables: int
     standard_form: tuple  # (rows, columns) of the training LP's standard form
+    # New contexts further than outlier_threshold robust deviations from the training features'
+    # (center, scale) (`tables.robust_ranges`, in feature_columns' order) are refused.
+    feature_ranges: tuple | None = None
+    outlier_threshold: float | None = None
 
 
-def record_fit(model, problem: InverseProblem, *, add_intercept: bool, all_columns: bool):
+def record_fit(model, problem: InverseProblem, *, add_intercept: bool, all_columns: bool,
+               outlier_threshold: float | None = None):
     """Stamp a model fitted on `problem` with `FittedOn` (returns the model)."""
     columns = problem.feature_names[:-1] if add_intercept else problem.feature_names
+    center, scale = robust_ranges(problem.Z[:, :len(columns)])
     model.fitted_on_ = FittedOn(problem=problem_fingerprint(problem), lp=lp_fingerprint(problem),
                                 feature_columns=tuple(columns), all_columns=all_columns, add_intercept=add_intercept,
-                                n_variables=len(problem.decision_names), standard_form=(problem.lp.m, problem.lp.n))
+                                n_variables=len(problem.decision_names), standard_form=(problem.lp.m, problem.lp.n),
+                                feature_ranges=(tuple(center.tolist()), tuple(scale.tolist())),
+                                outlier_threshold=outlier_threshold)
     return model
 
 
@@ -88,8 +97,11 @@ def fitted_on(model, problem: InverseProblem) -> FittedOn:
     current = problem_fingerprint(problem)
     if record.problem != current:
         raise InverseInputError(None, f"the model was fitted on another problem (fingerprint {record.problem}) than "
-                                      f"the validated problem saved with it ({current}): the last inverse run "
-                                      "probably stopped after validating its inputs; rerun the inverse pipeline")
+                                      f"the newest validated problem ({current}): the last inverse run "
+                                      "probably stopped after validating its inputs; rerun the inverse pipeline, or "
+                                      "prescribe with this model and the problem of its own run: kedro run "
+                                      "--pipelines=prescribe --load-versions=<namespace>.problem:<the model's "
+                                      "version, its folder under data/06_models/<namespace>/model.pkl/>")
     return record
 
 
@@ -125,7 +137,9 @@ def prescription_problem(model, problem: InverseProblem, new_contexts: pd.DataFr
     columns = new_context_columns(new_contexts, record, files.get("features", "features"))
     new_problem, _ = validate_inverse_problem(new_contexts, None, constraints, rhs, bounds, feature_columns=columns,
                                               n_variables=record.n_variables, add_intercept=record.add_intercept,
-                                              on_invalid="raise", drop_implied=drop_implied, file_names=files)
+                                              on_invalid="raise", drop_implied=drop_implied, file_names=files,
+                                              outlier_threshold=record.outlier_threshold,
+                                              feature_ranges=record.feature_ranges)
     if lp_fingerprint(new_problem) != record.lp:
         names = ", ".join(files.get(t, t) for t in ("constraints", "rhs", "bounds"))
         raise InverseInputError(files.get("constraints", "constraints"), "the model was fitted on another LP: the "

@@ -71,13 +71,15 @@ one size.
 
 Validation (`mom_pipeline.inverse.validation.validate_inverse_problem`) rejects an
 observation, naming the file, the row and the reason, when: its id is missing, duplicated,
-``*`` or absent from another table; a value is NaN, infinite or not a number; an index is
-out of range; a rhs is missing; a bounds row has lower > upper; its constraints are
+``*`` or absent from another table; a value is NaN, infinite or not a number; a feature
+value lies further than ``outlier_threshold`` robust standard deviations from its column's
+median (a typo such as 1e12: `tables.outlier_reasons`); an index is out of range; a rhs is missing; a bounds row has lower > upper; its constraints are
 inconsistent or convert to a standard form of another size; its decision x* is not
 feasible (relative tolerance 1e-7) or not a vertex of its LP. ``on_invalid="raise"`` raises for the first invalid observation (saying how many
 more there are); ``on_invalid="report"`` drops every invalid observation and lists each
 once in a rejection report (columns id, file, row, reason). A problem of a table as a whole
-(a missing column, an empty table, an invalid shared constraint) raises in both modes.
+(a missing column, a column name given twice, an empty table, an invalid shared
+constraint) raises in both modes.
 Row numbers in messages and in the report are 0-based positions in the table: the line of
 a CSV file with a header is row + 2.
 """

@@ -23,9 +23,32 @@ from .schema import (
 from .standard_form import OriginalConstraints
 
 
+# A feature value further than this many robust standard deviations (`robust_ranges`) from its
+# column's median is taken for a typo and rejects its observation. Generous on purpose: a normal
+# variable never gets there, a log-normal one with sigma = 1 reaches about 160 at 5 sigma, while
+# a misplaced exponent (1e12) or a value in units a thousand times too small is far beyond it.
+OUTLIER_THRESHOLD = 1000.0
+# 1 / Phi^-1(3/4): the median absolute deviation times this estimates a normal standard deviation.
+MAD_TO_SD = 1.4826
+
+
+def duplicated_names(columns) -> dict:
+    """{name: count} of the column names that appear more than once."""
+    counts = pd.Series([str(c) for c in columns], dtype=object).value_counts()
+    return {name: int(n) for name, n in counts.items() if n > 1}
+
+
+def duplicated_names_message(duplicates: dict) -> str:
+    names = "; ".join(f"column name {name!r} appears {n} times" for name, n in duplicates.items())
+    return f"{names}: every column needs a name of its own (which of the copies is meant?)"
+
+
 def _require_columns(df, table: str, columns, log: IssueLog) -> None:
     if df is None or not isinstance(df, pd.DataFrame):
         log.fatal(table, f"expected a table (pandas DataFrame); got {type(df).__name__}")
+    duplicates = duplicated_names(df.columns)
+    if duplicates:
+        log.fatal(table, duplicated_names_message(duplicates))
     missing = [c for c in columns if c not in df.columns]
     if missing:
         log.fatal(table, f"missing column(s) {missing}; the table has columns {list(df.columns)}")
@@ -112,9 +135,51 @@ def read_wide_table(df, table: str, log: IssueLog, columns=None) -> tuple[list, 
     return [ids[r] for r in keep], values[keep], keep, columns
 
 
-def read_features(df, log: IssueLog, feature_columns=None, add_intercept: bool = False):
-    """Features table -> (ids, Z (k, d), rows, feature names); see `read_wide_table`."""
+def robust_ranges(Z) -> tuple[np.ndarray, np.ndarray]:
+    """Per column of Z (k, d): its median and a robust standard deviation, MAD_TO_SD times the
+    median absolute deviation from it. When more than half the values equal the median (a
+    binary column, rain that is mostly 0) that deviation is 0: the median deviation of the
+    other values is used instead. A constant column has scale 0 (never flagged here)."""
+    Z = np.asarray(Z, dtype=float)
+    center = np.median(Z, axis=0) if len(Z) else np.zeros(Z.shape[1])
+    scale = np.zeros(Z.shape[1])
+    for j in range(Z.shape[1]):
+        deviation = np.abs(Z[:, j] - center[j])
+        mad = np.median(deviation) if deviation.size else 0.0
+        if mad == 0 and (deviation > 0).any():
+            mad = np.median(deviation[deviation > 0])
+        scale[j] = MAD_TO_SD * mad
+    return center, scale
+
+
+def outlier_reasons(Z, columns, threshold: float | None, ranges=None) -> dict:
+    """{row of Z: reason} for the rows with a value further than `threshold` robust standard
+    deviations from its column's median (`robust_ranges` of Z itself, or `ranges` = (center,
+    scale) of another table, e.g. the training features a model was fitted on)."""
+    Z = np.asarray(Z, dtype=float)
+    if threshold is None or not Z.size:
+        return {}
+    center, scale = robust_ranges(Z) if ranges is None else (np.asarray(r, dtype=float) for r in ranges)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        deviations = np.where(scale > 0, np.abs(Z - center) / scale, 0.0)
+    reasons = {}
+    for r in np.flatnonzero((deviations > threshold).any(axis=1)):
+        j = int(np.argmax(deviations[r]))
+        reasons[int(r)] = (f"value {Z[r, j]:.6g} in column {columns[j]!r} is {deviations[r, j]:.3g} robust standard "
+                           f"deviations from the column's median {center[j]:.6g} (scale {scale[j]:.3g}; more than "
+                           f"{threshold:g} is taken for a typo): correct it, or set inverse.outlier_threshold higher "
+                           "(null: no check) if the value is real")
+    return reasons
+
+
+def read_features(df, log: IssueLog, feature_columns=None, add_intercept: bool = False,
+                  outlier_threshold: float | None = OUTLIER_THRESHOLD, ranges=None):
+    """Features table -> (ids, Z (k, d), rows, feature names); see `read_wide_table`. A value
+    further than `outlier_threshold` robust standard deviations from its column's median
+    (`outlier_reasons`: of this table, or `ranges`) rejects its observation in `log`."""
     ids, Z, rows, names = read_wide_table(df, "features", log, feature_columns)
+    for k, reason in outlier_reasons(Z, names, outlier_threshold, ranges).items():
+        log.reject(ids[k], "features", int(rows[k]), reason)
     if add_intercept:
         if INTERCEPT in names:
             log.fatal("features", f"add_intercept=True but the table already has a column {INTERCEPT!r}")

@@ -4,8 +4,9 @@ The table layout is documented in `mom_pipeline.inverse.schema`. Checks, in orde
 invalid observation appears once in the report, with its first problem and the others):
 
 1. per table: missing id, duplicated id, NaN / infinite / non-numeric value, bad kind,
-   index out of range, a coefficient given twice (`schema.read_wide_table`,
-   `schema.read_long_table`);
+   index out of range, a coefficient given twice (`tables.read_wide_table`,
+   `tables.read_long_table`); a feature value far outside its column's robust range, a
+   typo such as 1e12 (`tables.outlier_reasons`);
 2. ids present in one table but not in another;
 3. rows with coefficients but no rhs (`schema.build_constraints`);
 4. constraints that cannot be put in standard form (inconsistent equalities, empty bounds,
@@ -15,8 +16,8 @@ invalid observation appears once in the report, with its first problem and the o
 6. x* not a vertex: in standard form the columns of its support are linearly dependent
    (`mom_pipeline.lp.basis_from_solution`).
 
-Problems of a whole table (missing column, empty table, invalid shared constraints) raise
-InverseInputError in both modes.
+Problems of a whole table (missing column, a column name given twice, empty table, invalid
+shared constraints) raise InverseInputError in both modes.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import pandas as pd
 
 from ..lp import BasisError, StandardFormLP, basis_from_solution
 from .schema import CONSTRAINT_COLUMNS, ID, RHS_COLUMNS, SHARED_ID, InverseInputError, InverseProblem, IssueLog, normalize_id
-from .tables import build_constraints, read_features, read_long_table, read_wide_table
+from .tables import OUTLIER_THRESHOLD, build_constraints, read_features, read_long_table, read_wide_table
 from .presolve import drop_implied_constraints
 from .standard_form import OriginalConstraints, StandardFormError, convert_samples
 
@@ -265,8 +266,8 @@ def _raise_or_report(log: IssueLog, on_invalid: str) -> pd.DataFrame:
 def validate_inverse_problem(features, decisions=None, constraints=None, rhs=None, bounds=None, *,
                              feature_columns=None, decision_columns=None, n_variables: int | None = None,
                              add_intercept: bool = False, on_invalid: str = "raise", tol: float = FEASIBILITY_TOL,
-                             drop_implied: bool = False,
-                             file_names: dict | None = None) -> tuple[InverseProblem, pd.DataFrame]:
+                             drop_implied: bool = False, outlier_threshold: float | None = OUTLIER_THRESHOLD,
+                             feature_ranges=None, file_names: dict | None = None) -> tuple[InverseProblem, pd.DataFrame]:
     """Validate the tables (see `mom_pipeline.inverse.schema`) into an InverseProblem.
 
     Args:
@@ -282,6 +283,10 @@ def validate_inverse_problem(features, decisions=None, constraints=None, rhs=Non
         drop_implied: leave out of the standard form the inequality rows and upper bounds
             that the other constraints imply (`presolve.drop_implied_constraints`: fewer
             degenerate bases; costs small LPs, T times more for per-observation constraints).
+        outlier_threshold: reject an observation with a feature value further than this
+            many robust standard deviations from its column's median (`tables.robust_ranges`;
+            None: no check); feature_ranges: (center, scale) per feature column to measure
+            against instead of this table's own (prescription: the training features').
         file_names: names shown in messages and in the report, e.g. {"features":
             "data/01_raw/features.csv"}; defaults to the table names.
     Returns:
@@ -294,7 +299,8 @@ def validate_inverse_problem(features, decisions=None, constraints=None, rhs=Non
         raise ValueError(f"on_invalid must be one of {ON_INVALID}; got {on_invalid!r}")
     log = IssueLog(file_names)
     # Step 1: every table on its own.
-    f_ids, Z, _, feature_names = read_features(features, log, feature_columns, add_intercept)
+    f_ids, Z, _, feature_names = read_features(features, log, feature_columns, add_intercept, outlier_threshold,
+                                               feature_ranges)
     if decisions is not None:
         d_ids, X, d_rows, decision_names = read_wide_table(decisions, "decisions", log, decision_columns)
         if n_variables is not None and n_variables != len(decision_names):

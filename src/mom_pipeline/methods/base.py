@@ -5,7 +5,14 @@ which writes the ``__init__`` that only stores them (scikit-learn's rule); learn
 with an underscore; ``fit`` returns self; ``get_params``/``set_params`` come from
 scikit-learn's BaseEstimator, so a tuning grid is a plain dict of parameter lists.
 
-Every method predicts costs c_hat = f(z); decisions come from solving the LP with the
+Hyperparameter constraints are declared, as scikit-learn's own estimators do, in a class's
+``_parameter_constraints`` ({name: [constraint, ...]}: `Interval`, `StrOptions`, None, a type;
+`sklearn.utils._param_validation`), and checked in one place: `estimator_hyperparameters`
+makes the class's ``fit`` call `validate_hyperparameters` first, whose error names
+the parameter, the estimator and the value.
+
+Every method predicts costs c_hat = f(z) (``predict_cost``, and ``predict`` for scikit-learn's
+Pipeline and model selection); decisions come from solving the LP with the
 predicted costs through the LP layer (`decide`). ``needs_costs`` says whether training
 needs the true costs C (predict-then-optimize baselines) or only the observed optimal
 solutions X* (every MOM variant, the perceptron: inverse LP works).
@@ -13,11 +20,15 @@ solutions X* (every MOM variant, the perceptron: inverse LP works).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import ClassVar, TypeVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError as SklearnNotFittedError
+from sklearn.utils._param_validation import Interval, Options, StrOptions, validate_parameter_constraints
 
 from ..checks import finite_samples
 from ..lp import LPSolution, StandardFormLP
@@ -33,20 +44,52 @@ def estimator_hyperparameters(cls: _Estimator | None = None, *, keyword_only: bo
     BaseEstimator's repr is kept (``repr=False``) and estimators compare by identity (``eq=False``),
     as scikit-learn's do. Class-level constants that are not hyperparameters need ``ClassVar``.
     ``keyword_only=True`` on a base class puts its shared hyperparameters after a subclass's own
-    in the signature, as keyword-only arguments.
+    in the signature, as keyword-only arguments. The class's own ``fit`` first checks the
+    hyperparameters against ``_parameter_constraints`` (`validate_hyperparameters`).
     """
     def declare(klass: _Estimator) -> _Estimator:
+        fit = klass.__dict__.get("fit")
+        if fit is not None and not getattr(fit, "_validates_hyperparameters", False):
+            klass.fit = _validating(fit)
         return dataclass(eq=False, repr=False, kw_only=keyword_only)(klass)
 
     return declare if cls is None else declare(cls)
+
+
+def _validating(fit):
+    """`fit` that checks the estimator's hyperparameters before anything else."""
+    @functools.wraps(fit)
+    def checked_fit(self, *args, **kwargs):
+        validate_hyperparameters(self)
+        return fit(self, *args, **kwargs)
+
+    checked_fit._validates_hyperparameters = True
+    return checked_fit
+
+
+def validate_hyperparameters(estimator) -> None:
+    """Check every hyperparameter of `estimator` against its class's `_parameter_constraints`
+    (scikit-learn's `InvalidParameterError`, a ValueError naming the parameter, the estimator
+    and the value); hyperparameters without a constraint are not checked."""
+    validate_parameter_constraints(getattr(type(estimator), "_parameter_constraints", {}),
+                                   estimator.get_params(deep=False), caller_name=type(estimator).__name__)
+
+
+#: Constraints shared by many estimators (scikit-learn's `Interval`: the bounds and which are closed).
+POSITIVE = Interval(Real, 0, np.inf, closed="neither")  # finite and > 0 (nan and inf refused)
+NON_NEGATIVE = Interval(Real, 0, np.inf, closed="left")
+POSITIVE_INT = Interval(Integral, 1, None, closed="left")
+#: n_jobs: None (one thread), -1 (every core this process may use) or a positive count.
+N_JOBS = [None, Options(Integral, {-1}), POSITIVE_INT]
 
 
 class MissingCostsError(ValueError):
     """A method that needs the true costs C was asked to train from X* alone."""
 
 
-class NotFittedError(RuntimeError):
-    """predict_cost or decide was called before fit."""
+class NotFittedError(SklearnNotFittedError):
+    """predict_cost, predict or decide was called before fit (scikit-learn's NotFittedError, so
+    `sklearn.utils.validation.check_is_fitted` and code that catches it see the same error)."""
 
 
 def resolve_lp(A=None, b=None, lp: StandardFormLP | None = None) -> StandardFormLP:
@@ -72,9 +115,20 @@ def check_samples(name: str, values, n_samples: int, n: int) -> np.ndarray:
 
 
 class CostModel(BaseEstimator):
-    """Base class: subclasses implement `fit` and `predict_cost`."""
+    """Base class: subclasses implement `fit` and `predict_cost`, and declare their
+    hyperparameters' `_parameter_constraints`."""
 
     needs_costs: ClassVar[bool] = False
+    _parameter_constraints: ClassVar[dict] = {}
+
+    def validate_hyperparameters(self) -> None:
+        """`validate_hyperparameters` of this estimator (what `fit` does first)."""
+        validate_hyperparameters(self)
+
+    def predict(self, Z) -> np.ndarray:
+        """The predicted costs (T, n) for features Z (T, d): `predict_cost` under scikit-learn's
+        name, so Pipeline and model selection can call it."""
+        return self.predict_cost(Z)
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
         raise NotImplementedError

@@ -32,7 +32,8 @@ from ..lp import StandardFormLP
 from ..solvers.policy import tuning_fold_threads
 from .feature_scaling import FeatureStandardizer
 from .mom import MOM
-from .mom_dual import most_free_reduced_costs, threads_of
+from .mom_dual import threads_of
+from .mom_dual_problem import most_free_reduced_costs
 from .mom_problem import mom_hinge_loss, operators_of_bases
 
 log = logging.getLogger(__name__)

@@ -160,7 +160,7 @@ class KernelMOM(CostModel):
     # The path inserts its own intermediate lam values 10^0.5 apart (`policy.PATH_MAX_RATIO`).
     # RBF refits once asked for steps of 10^0.25 (eight trials' refits 33.2 -> 26.9 s); since the
     # working sets cap the broken rows that join a round, the coarser steps are faster: six refits
-    # 21.5 -> 19.0 s, eight whole RBF tunings 1.05x (docs/benchmarks.md, session 44).
+    # 21.5 -> 19.0 s, eight whole RBF tunings 1.05x (docs/decisions/010-regularization-paths.md).
     refit_path = "lam"
 
     kernel: str = "poly"

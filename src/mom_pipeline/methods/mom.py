@@ -1,29 +1,64 @@
 """Maximum Optimality Margin (MOM), offline: learn c_hat = Theta z from observed optimal solutions.
 
 The estimator. The problem (hinge rows, objective, certificate) is `mom_problem`; solving it
-is `mom_solve` (basis formulation: the exact working-set method of `mom_pipeline.solvers`, or
-the cvxpy reference) and `mom_dual` (the formulation without a basis).
+is `mom_solve.solve_mom(..., formulation=)`: the basis formulation by the exact working-set
+method of `mom_pipeline.solvers` (or the cvxpy reference), the formulation without a basis
+(`mom_dual_problem`) by `mom_dual`.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from typing import ClassVar
 
 import numpy as np
 
 from ..lp import StandardFormLP
-from .base import LinearCostModel, check_features, check_samples, estimator_hyperparameters, resolve_lp
-from .mom_dual import dual_formulation_objective, solve_dual_formulation, solve_dual_formulation_path, threads_of
+from .base import (N_JOBS, POSITIVE, LinearCostModel, StrOptions, check_features, check_samples,
+                   estimator_hyperparameters, resolve_lp)
+from .mom_dual import solve_dual_formulation, solve_dual_formulation_path, threads_of
+from .mom_dual_problem import dual_formulation_objective
 from .mom_problem import (SUPPORT_TOL, hinge_rows, mom_hinge_loss, mom_objective, operators_of_bases,
                           optimality_margins, support_mask)
-from .mom_solve import SOLVERS, _check_hyperparameters, solve_hinge_qp, solve_hinge_qp_cvxpy, solve_mom, solve_mom_path
+from .mom_solve import FORMULATIONS, SOLVERS, solve_hinge_qp, solve_hinge_qp_cvxpy, solve_mom, solve_mom_path
 
-__all__ = ["MOM", "FORMULATIONS", "SOLVERS", "SUPPORT_TOL", "dual_formulation_objective", "hinge_rows",
-           "mom_hinge_loss", "mom_objective", "optimality_margins", "solve_dual_formulation", "solve_hinge_qp",
+__all__ = ["MOM", "FORMULATIONS", "DegenerateFitWarning", "negligible_costs", "SOLVERS", "SUPPORT_TOL",
+           "dual_formulation_objective", "hinge_rows", "mom_hinge_loss", "mom_objective", "optimality_margins", "solve_dual_formulation", "solve_hinge_qp",
            "solve_hinge_qp_cvxpy", "solve_mom", "support_mask"]
 
-FORMULATIONS = ("basis", "dual")
+# Predicted costs no larger than this are zero to the LP solvers (HiGHS's optimality tolerances
+# are 1e-7): every feasible basis is optimal for them and the decisions are arbitrary. MOM's
+# margins are 1, so a fit's costs are about 1 / lam at large lam: the example's routes are still
+# 70 % reproduced at lam = 1e7 (costs 3e-7), none at lam = 1e300 (costs 3e-300).
+NEGLIGIBLE_COST = 1e-10
+
+
+class DegenerateFitWarning(UserWarning):
+    """A MOM fit whose predicted costs are zero to round-off (lam far too large)."""
+
+
+def negligible_costs(coef, Z) -> float | None:
+    """The largest predicted cost |Theta z| over the rows of Z when it is at most
+    NEGLIGIBLE_COST (the decisions of such a fit are arbitrary), else None."""
+    largest = float(np.abs(np.asarray(Z, dtype=float) @ np.asarray(coef, dtype=float).T).max(initial=0.0))
+    return largest if largest <= NEGLIGIBLE_COST else None
+
+
+def _refuse_zero_features(Z: np.ndarray) -> None:
+    """Every prediction Theta z of an all-zero feature matrix is 0 whatever Theta: refused."""
+    if Z.size and not Z.any():
+        raise ValueError(f"MOM: every feature of Z is zero (all {Z.shape[1]} columns on the {Z.shape[0]} samples): "
+                         "Theta z = 0 for any Theta, so there is nothing to learn; pass the features (and a "
+                         "constant column for an intercept)")
+
+
+def _warn_if_degenerate(model: "MOM", Z: np.ndarray) -> None:
+    largest = negligible_costs(model.coef_, Z)
+    if largest is not None:
+        warnings.warn(f"MOM(lam={model.lam:g}): the fitted Theta is zero to round-off (largest predicted cost "
+                      f"{largest:.3g} on the training samples, at most {NEGLIGIBLE_COST:g}): its decisions are "
+                      "arbitrary; choose a smaller lam", DegenerateFitWarning, stacklevel=3)
 
 
 def _check_solutions(X_star, T: int, n: int) -> np.ndarray:
@@ -50,10 +85,18 @@ class MOM(LinearCostModel):
     Learned: coef_ (n, d), objective_ (optimal training objective), solver_info_ (dict),
     n_iter_ (working-set rounds; 1 for Clarabel on the whole problem), n_features_in_; with
     formulation="dual" also dual_ (T, m) the duals y and flows_ (T, n) the dual flows of the
-    block method (None after Clarabel): `mom_dual.dual_formulation_certificate` checks both.
+    block method (None after Clarabel): `mom_dual_problem.dual_formulation_certificate` checks both.
     """
 
     needs_costs: ClassVar[bool] = False
+    _parameter_constraints: ClassVar[dict] = {
+        "lam": [POSITIVE],
+        "solver": [StrOptions(set(SOLVERS))],
+        "formulation": [StrOptions(set(FORMULATIONS))],
+        "radius": [None, POSITIVE],
+        "tol": [POSITIVE],
+        "n_jobs": N_JOBS,
+    }
 
     lam: float = 1e-2
     solver: str = "auto"
@@ -69,13 +112,9 @@ class MOM(LinearCostModel):
         to every method alike. With formulation="basis" and basis=None the bases come from
         x* alone (`lp.basis_from_solution`); pass the solver's bases to use those instead.
         """
-        if self.solver not in SOLVERS:
-            raise ValueError(f"unknown solver {self.solver!r}; choose one of {SOLVERS}")
-        if self.formulation not in FORMULATIONS:
-            raise ValueError(f"unknown formulation {self.formulation!r}; choose one of {FORMULATIONS}")
-        _check_hyperparameters(self.lam, self.radius, self.tol)
         threads = threads_of(self.n_jobs)
         Z = check_features(Z)
+        _refuse_zero_features(Z)
         T = Z.shape[0]
         start = time.perf_counter()
         if self.formulation == "dual":
@@ -85,29 +124,32 @@ class MOM(LinearCostModel):
             X = _check_solutions(X_star, T, problem.n)
             if problem.A.ndim == 3 and problem.A.shape[0] != T:
                 raise ValueError(f"the LP has {problem.A.shape[0]} samples but Z has {T}")
-            # Any basis containing the supports parametrizes the same problem (see there).
-            Theta, y, info = solve_dual_formulation(problem.A, problem.basis_from_solution(X), X, Z, self.lam,
-                                                    self.radius, self.solver, threads=threads)
-            self._set_dual_solution(Theta, y, info, problem.A, X, Z)
+            # Any basis containing the supports parametrizes the same problem (`mom_dual_problem`).
+            Theta, info = solve_mom(None, Z, self.lam, self.radius, self.solver, self.tol, A=problem.A,
+                                    formulation="dual", basis=problem.basis_from_solution(X), X=X, threads=threads)
+            y = info.pop("duals")
+            self._set_fitted(Theta, dual_formulation_objective(Theta, y, problem.A, X, Z, self.lam), info,
+                             time.perf_counter() - start, Z, dual=(y, info.pop("flows", None)))
         else:
             constraint_matrix, basis = self._bases(Z, X_star, A, b, lp, basis)
             M = operators_of_bases(constraint_matrix, basis)
             Theta, info = solve_mom(M, Z, self.lam, self.radius, self.solver, self.tol, A=constraint_matrix)
-            self.objective_ = mom_objective(Theta, M, Z, self.lam)
-            self.n_iter_ = int(info.get("rounds", 1))
-        info["seconds"] = time.perf_counter() - start
-        self.coef_ = Theta
-        self.solver_info_ = info
-        self.n_features_in_ = Z.shape[1]
+            self._set_fitted(Theta, mom_objective(Theta, M, Z, self.lam), info, time.perf_counter() - start, Z)
         return self
 
-    def _set_dual_solution(self, Theta, y, info: dict, A, X, Z) -> None:
-        """The learned state of a dual-formulation fit (the block method's flows move from info
-        to flows_, the dual certificate's input: `mom_dual.dual_formulation_certificate`)."""
-        self.objective_ = dual_formulation_objective(Theta, y, A, X, Z, self.lam)
-        self.dual_ = y
-        self.flows_ = info.pop("flows", None)
+    def _set_fitted(self, Theta, objective: float, info: dict, seconds: float, Z, dual=None) -> None:
+        """The one place where a MOM fit's learned state is set (by `fit`, and by `fit_many` for
+        each model of a shared path), and the degenerate-fit warning given. dual: (y, flows) of a
+        dual-formulation fit (the block method's flows, None after Clarabel: the input of
+        `mom_dual_problem.dual_formulation_certificate`)."""
+        self.coef_ = Theta
+        self.objective_ = objective
         self.n_iter_ = int(info.get("iterations", 1))
+        self.solver_info_ = dict(info, seconds=seconds)
+        self.n_features_in_ = Z.shape[1]
+        if dual is not None:
+            self.dual_, self.flows_ = dual
+        _warn_if_degenerate(self, Z)
 
     @classmethod
     def fit_many(cls, models: list["MOM"], Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None,
@@ -126,10 +168,10 @@ class MOM(LinearCostModel):
         """
         groups: dict[float, list] = {}
         dual_path = []
+        for model in models:  # every model checked before any is fitted
+            model.validate_hyperparameters()
         for model in models:
-            threads_of(model.n_jobs)
             if model.solver in ("auto", "fast") and model.radius is None:
-                _check_hyperparameters(model.lam, None, model.tol)
                 if model.formulation == "dual":
                     dual_path.append(model)
                 else:
@@ -137,6 +179,7 @@ class MOM(LinearCostModel):
             else:
                 model.fit(Z, X_star, A=A, b=b, lp=lp, basis=basis, C=C)
         Z = check_features(Z)
+        _refuse_zero_features(Z)
         if dual_path:
             cls._fit_dual_path(dual_path, Z, X_star, A, b, lp)
         if not groups:
@@ -153,11 +196,7 @@ class MOM(LinearCostModel):
                                   A=constraint_matrix)
             seconds = (time.perf_counter() - start) / len(group)
             for model, (Theta, info) in zip(group, path):
-                model.coef_ = Theta
-                model.objective_ = mom_objective(Theta, M, Z, model.lam)
-                model.n_iter_ = int(info.get("rounds", 1))
-                model.solver_info_ = dict(info, seconds=seconds)
-                model.n_features_in_ = Z.shape[1]
+                model._set_fitted(Theta, mom_objective(Theta, M, Z, model.lam), info, seconds, Z)
         return models
 
     @staticmethod
@@ -174,10 +213,8 @@ class MOM(LinearCostModel):
                                            threads=max(threads_of(model.n_jobs) for model in models))
         seconds = (time.perf_counter() - start) / len(models)
         for model, (Theta, y, info) in zip(models, path):
-            model._set_dual_solution(Theta, y, info, problem.A, X, Z)
-            model.coef_ = Theta
-            model.solver_info_ = dict(info, seconds=seconds)
-            model.n_features_in_ = Z.shape[1]
+            model._set_fitted(Theta, dual_formulation_objective(Theta, y, problem.A, X, Z, model.lam), info, seconds,
+                              Z, dual=(y, info.pop("flows", None)))
 
     @staticmethod
     def _bases(Z, X_star, A, b, lp, basis):

@@ -152,7 +152,7 @@ def constraint_null_space(A) -> np.ndarray | None:
     same problem on the rows M_t U: r x d unknowns instead of n x d. The dual formulation's
     block method works there (`mom_dual`). The basis formulation's working-set method does not:
     on the rotated rows of figure 4's degree-1 knapsack data it ended 3e-3 above the optimum at
-    lam = 1e-6 (docs/benchmarks.md)."""
+    lam = 1e-6 (docs/decisions/006-cost-subspace.md)."""
     U = scipy.linalg.null_space(np.asarray(A, dtype=float))
     return U if 0 < U.shape[1] < np.shape(A)[1] else None
 

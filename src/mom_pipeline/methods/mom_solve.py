@@ -1,4 +1,5 @@
-"""Solving the MOM problem: one entry point (`solve_mom`) and its solvers.
+"""Solving the MOM problem: one entry point (`solve_mom(..., formulation=)`) and the basis
+formulation's solvers (the dual formulation's are `mom_dual`).
 
 * "auto" (the default; "fast" is the same): the exact working-set method of
   `solvers.hinge_working_set` on MOM's rows, rescaled to a largest row norm of 1; which
@@ -14,9 +15,11 @@ from ..blas_threads import one_blas_thread
 from ..solvers.hinge_path import solve_hinge_path
 from ..solvers.hinge_working_set import solve_working_set
 from ..solvers.policy import cost_subspace_pays
+from .mom_dual import solve_dual_formulation
 from .mom_problem import MOMHingeRows, constraint_null_space, hinge_rows, singular_values_and_rows
 
 SOLVERS = ("auto", "fast", "cvxpy")
+FORMULATIONS = ("basis", "dual")
 
 
 def _check_hyperparameters(lam, radius, tol) -> None:
@@ -42,7 +45,8 @@ def solve_hinge_qp(M, Z, lam: float, radius: float | None = None, tol: float = 1
         A: the constraint matrix when one (m, n) matrix serves every sample (its null space
             holds every reduced-cost row: `cost_subspace`), else None.
     Returns:
-        Theta (n, d) and an info dict (rounds, working-set size, Newton steps).
+        Theta (n, d) and the flat diagnostics of the solver's `SolverResult` (`SolverResult.info`:
+        iterations = working-set rounds, path, working-set size, Newton steps, ...).
     """
     # Many small BLAS calls: one thread avoids spin-waiting threads on a busy machine.
     with one_blas_thread():
@@ -91,9 +95,9 @@ def _solve_rescaled(M, Z, lam, radius, tol, w0, band, linear_below, max_rounds, 
     if w0 is not None:
         w0 = np.asarray(w0, dtype=float).reshape(M.shape[-1], Z.shape[1]) * sigma
         w0 = (w0 if U is None else U.T @ w0).ravel()
-    w, info = solve_working_set(rows, lam / sigma**2, 1.0 / rows.T, None if radius is None else radius * sigma,
-                                tol, w0, band, linear_below, max_rounds)
-    return _full_costs(U, w.reshape(rows.n, rows.d) / sigma), info
+    result = solve_working_set(rows, lam / sigma**2, 1.0 / rows.T, None if radius is None else radius * sigma,
+                               tol, w0, band, linear_below, max_rounds)
+    return _full_costs(U, result.solution.reshape(rows.n, rows.d) / sigma), result.info()
 
 
 def _pays(U: np.ndarray | None, Z: np.ndarray) -> np.ndarray | None:
@@ -122,7 +126,7 @@ def solve_mom_path(M, Z, lams, tol: float = 1e-8, start_margins: list | None = N
     with one_blas_thread():
         path = solve_hinge_path(rows, np.asarray(lams, dtype=float) / sigma**2, 1.0 / rows.T, tol,
                                 start_margins=start_margins)
-    return [(_full_costs(U, w.reshape(rows.n, rows.d) / sigma), info) for w, info in path]
+    return [(_full_costs(U, result.solution.reshape(rows.n, rows.d) / sigma), result.info()) for result in path]
 
 
 def _solve_cvxpy(objective_and_constraints, what: str):
@@ -157,17 +161,32 @@ def solve_hinge_qp_cvxpy(M, Z, lam: float, radius: float | None = None) -> tuple
     return np.asarray(w.value).reshape(n, d), dict(status=problem.status, solver_objective=float(problem.value))
 
 
-def solve_mom(M, Z, lam: float, radius: float | None = None, solver: str = "auto",
-              tol: float = 1e-8, A=None) -> tuple[np.ndarray, dict]:
-    """The MOM coefficient Theta (n, d) for reduced-cost operators M (T, K, n) and features Z (T, d).
+def solve_mom(M, Z, lam: float, radius: float | None = None, solver: str = "auto", tol: float = 1e-8, A=None, *,
+              formulation: str = "basis", basis=None, X=None, threads: int = 1) -> tuple[np.ndarray, dict]:
+    """The MOM coefficient Theta (n, d) and the solve's diagnostics, for features Z (T, d): the
+    one entry point of both formulations (`MOM.fit` and the online FTRL re-solves call it).
 
-    The entry point for callers that already hold the operators (online FTRL re-solves); A
-    as `solve_hinge_qp` (the fast solver's reduction; the cvxpy reference solves the whole
-    problem).
+    formulation "basis": M (T, K, n) the reduced-cost operators of the observed bases; A as
+        `solve_hinge_qp` (the fast solver's reduction; the cvxpy reference solves the whole
+        problem); the working-set method, or the cvxpy reference (solver="cvxpy").
+    formulation "dual": M unused (None); A the constraint matrix, X (T, n) the observed
+        solutions and basis (T, m) bases containing their supports (`mom_dual`); the block
+        method on `threads` threads, or Clarabel (solver="cvxpy", or with a ball); the
+        diagnostics hold the duals y (T, m) as info["duals"] and the dual flows as info["flows"]
+        ((T, n), None after Clarabel). tol does not apply (the block method's own tolerances).
     """
     _check_hyperparameters(lam, radius, tol)
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; choose one of {SOLVERS}")
+    if formulation == "dual":
+        if X is None or basis is None or A is None:
+            raise ValueError("formulation='dual' needs the constraint matrix A, the observed solutions X and bases")
+        Theta, y, info = solve_dual_formulation(A, basis, X, Z, lam, radius, solver, threads=threads)
+        info["duals"] = y
+        info.setdefault("flows", None)
+        return Theta, info
+    if formulation != "basis":
+        raise ValueError(f"unknown formulation {formulation!r}; choose one of {FORMULATIONS}")
     if solver in ("auto", "fast"):
         return solve_hinge_qp(M, Z, lam, radius=radius, tol=tol, A=A)
-    if solver == "cvxpy":
-        return solve_hinge_qp_cvxpy(M, Z, lam, radius=radius)
-    raise ValueError(f"unknown solver {solver!r}; choose one of {SOLVERS}")
+    return solve_hinge_qp_cvxpy(M, Z, lam, radius=radius)

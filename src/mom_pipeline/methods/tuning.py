@@ -105,7 +105,7 @@ def _refit(make_model: Callable[..., CostModel], best_params: dict, grid: dict[s
     largest down to the chosen one, each solve started from the previous optimum. The result is
     the same optimum as a cold fit (each point of the path is solved exactly), found in a
     fraction of the time: a cold kernel MOM fit at lam = 1e-4..1e-6 on 500 knapsack samples took
-    260-330 s, 8-9 working-set rounds of 3,400-4,400 rows (docs/benchmarks.md). When the path
+    260-330 s, 8-9 working-set rounds of 3,400-4,400 rows (docs/decisions/010-regularization-paths.md). When the path
     fit raises, the cell is fitted alone, as before."""
     model = make_model(**best_params)
     name = getattr(type(model), "refit_path", None)

@@ -10,7 +10,8 @@ import pandas as pd  # noqa: E402
 
 
 def validation_curve_figure(curve: pd.DataFrame, title: str = "lambda chosen from x* alone"):
-    """Reproduced share (mean +- std over folds) and held-out MOM hinge against lambda; the chosen one marked."""
+    """Reproduced share (mean +- std over folds) and, when the curve has it, held-out MOM hinge against
+    lambda; the chosen one marked."""
     fig, share_axis = plt.subplots(figsize=(6.4, 3.8))
     share_axis.errorbar(curve["lam"], curve["reproduced_share"], yerr=curve["reproduced_share_std"], marker="o",
                         color="#1f77b4", capsize=3, label="held-out decisions reproduced")
@@ -18,10 +19,11 @@ def validation_curve_figure(curve: pd.DataFrame, title: str = "lambda chosen fro
     share_axis.set_xlabel("lambda")
     share_axis.set_ylabel("share reproduced (mean over folds)", color="#1f77b4")
     share_axis.set_ylim(-0.02, 1.02)
-    hinge_axis = share_axis.twinx()
-    hinge_axis.plot(curve["lam"], curve["heldout_hinge"], marker="s", ls="--", color="#ff7f0e",
-                    label="held-out MOM hinge")
-    hinge_axis.set_ylabel("held-out MOM hinge (tie-break)", color="#ff7f0e")
+    if "heldout_hinge" in curve:  # the route pipeline's curve has no hinge column
+        hinge_axis = share_axis.twinx()
+        hinge_axis.plot(curve["lam"], curve["heldout_hinge"], marker="s", ls="--", color="#ff7f0e",
+                        label="held-out MOM hinge")
+        hinge_axis.set_ylabel("held-out MOM hinge (tie-break)", color="#ff7f0e")
     chosen = curve[curve["chosen"]].iloc[0]
     share_axis.axvline(chosen["lam"], color="#2ca02c", lw=1.5, alpha=0.7)
     share_axis.set_title(f"{title}: lambda = {chosen['lam']:.0e} "

@@ -35,6 +35,7 @@ import numpy as np
 
 from .dense_cholesky import cho_factor_symmetric, cho_solve_factor
 from .interior_point import longest_step
+from .result import SolverResult
 from .triangular import upper_triangular_inverse
 
 # Newton steps factor the blocks in chunks of about this many bytes of temporaries.
@@ -49,14 +50,14 @@ LANE_BYTES = 2**26
 # tried when the corrected Mehrotra step is shorter than CORRECTED_BELOW: on every step short
 # of a full one, since a solve costs a fraction of the factorization it reuses (on the paper's
 # shortest path, T = 1000: 159 Newton steps over the lambda grid instead of 181 with
-# correctors only below 0.5; benchmarks in docs/inverse_lp_speed.md).
+# correctors only below 0.5; benchmarks in docs/decisions/001-dual-formulation-block-ipm.md).
 CENTRALITY_CORRECTORS = 2
 CORRECTED_BELOW = 1.0
 # Iterative-refinement steps per Newton solve. With `accurate=True` (a retry after a stall),
 # more steps, up to ACCURATE_REFINEMENTS, while the Newton equation's residual stays above
 # ACCURATE_RESIDUAL times its right-hand side: near the optimum e can span 36 decades, and
 # with one step 16 of 864 solves of warm-started grids on small problems (T = 60-400) stalled
-# at dual residuals of 1e-5..1e-2 (docs/inverse_lp.md). Refinement converges slowly there: 8
+# at dual residuals of 1e-5..1e-2 (docs/decisions/005-block-ipm-stalls.md). Refinement converges slowly there: 8
 # steps rescued 14 of them, 32 steps with a warm retry all. Conjugate gradients preconditioned
 # by the factorization rescued fewer. Always on (at most 8 refinements), accurate solves cost
 # 35 % on the paper's shortest path at T = 1000.
@@ -241,7 +242,7 @@ def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int |
 def block_hinge_qp(M: np.ndarray, N: np.ndarray, Z: np.ndarray, lam: float, weight: float, tol: float = 1e-9,
                    gap_tol: float = 1e-9, breakdown_tol: float = 1e-6, breakdown_gap_tol: float = 1e-7, max_iter: int = 100,
                    start: tuple[np.ndarray, np.ndarray] | None = None, threads: int = 1,
-                   accurate: bool = False) -> tuple[np.ndarray, np.ndarray, dict]:
+                   accurate: bool = False) -> SolverResult:
     """Solve the block hinge QP (module docstring).
 
     Args:
@@ -257,7 +258,10 @@ def block_hinge_qp(M: np.ndarray, N: np.ndarray, Z: np.ndarray, lam: float, weig
         accurate: refine every Newton solve until its residual is ACCURATE_RESIDUAL of its
             right-hand side (at most ACCURATE_REFINEMENTS steps): slower, for a retry after a stall.
     Returns:
-        W (n, d), U (T, q) and an info dict (iterations, gap, the rows' multipliers). Raises
+        a `SolverResult`: solution (W (n, d), U (T, q)), the objective, the iterations, status
+        "optimal" or "optimal_at_breakdown" (the Newton system broke down with the certificate
+        within breakdown_tol and breakdown_gap_tol), certificate the complementarity and the
+        relative dual residual, extra["multipliers"] the rows' multipliers (T, K + q). Raises
         RuntimeError when the iterations stall or the Newton system breaks down, naming the
         iteration.
     """
@@ -298,8 +302,7 @@ def _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown
         dual_residual = max(np.abs(r_W).max(), np.abs(r_U).max()) / max(1.0, np.abs(pull_W).max())
         gap_met = complementarity <= gap_tol * max(abs(objective), GAP_FLOOR)
         if dual_residual <= tol and np.abs(r_t).max() <= tol and gap_met:
-            return W, U, dict(iterations=iteration - 1, complementarity=complementarity, objective=objective,
-                              multipliers=alpha)
+            return _block_result(W, U, alpha, objective, iteration - 1, "optimal", complementarity, dual_residual)
         stalled = stalled + [max(dual_residual, np.abs(r_t).max())] if gap_met else []
         if len(stalled) > STALL_STEPS and stalled[-1] > 0.5 * stalled[-1 - STALL_STEPS]:
             raise RuntimeError(f"the block interior-point method stalled at iteration {iteration} (complementarity "
@@ -380,7 +383,15 @@ def _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown
     if dual_residual <= breakdown_tol and complementarity <= breakdown_gap_tol * max(abs(objective), GAP_FLOOR):
         # The Newton system became numerically singular at the very end (D spanning 30 decades
         # at a tiny lam): the iterate is optimal up to a dual residual below breakdown_tol.
-        return W, U, dict(iterations=iteration - 1, complementarity=complementarity, objective=objective,
-                          dual_residual=dual_residual, multipliers=alpha)
+        return _block_result(W, U, alpha, objective, iteration - 1, "optimal_at_breakdown", complementarity,
+                             dual_residual)
     raise RuntimeError(f"the block interior-point method stalled at iteration {iteration} "
                        f"(complementarity {complementarity:.3g}, dual residual {dual_residual:.3g})")
+
+
+def _block_result(W, U, alpha, objective, iterations: int, status: str, complementarity: float,
+                  dual_residual: float) -> SolverResult:
+    return SolverResult((W, U), objective=float(objective), iterations=int(iterations), status=status,
+                        path="block_ipm", certificate=dict(complementarity=float(complementarity),
+                                                           dual_residual=float(dual_residual)),
+                        extra=dict(multipliers=alpha))

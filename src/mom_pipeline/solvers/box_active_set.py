@@ -279,7 +279,7 @@ def solve_on_guessed_sets(Q: np.ndarray, c: np.ndarray, upper: float,
     gradient = Q @ a + c
     if free.size:
         try:
-            a_free = box_qp(Q[np.ix_(free, free)], gradient[free], upper)
+            a_free = box_qp(Q[np.ix_(free, free)], gradient[free], upper).solution
         except BoxQPStalled:
             return None
         a[free] = a_free
@@ -313,7 +313,7 @@ def _settle_cycling_rows(Q: np.ndarray, c: np.ndarray, upper: float, blocks, blo
         a0[rest] = solved[:, 0]
         reduced = reduced + Q[np.ix_(C, rest)] @ solved[:, 1:]
     try:
-        a_C = box_qp(0.5 * (reduced + reduced.T), (Q @ a0 + c)[C], upper)
+        a_C = box_qp(0.5 * (reduced + reduced.T), (Q @ a0 + c)[C], upper).solution
     except BoxQPStalled:
         return None
     lower, at_upper = lower & ~cycling, at_upper & ~cycling

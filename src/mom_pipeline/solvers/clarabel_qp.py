@@ -6,6 +6,8 @@ import clarabel
 import numpy as np
 import scipy.sparse as sp
 
+from .result import SolverResult
+
 
 def clarabel_settings(max_iter: int = 200, tol: float | None = None) -> clarabel.DefaultSettings:
     settings = clarabel.DefaultSettings()
@@ -17,7 +19,7 @@ def clarabel_settings(max_iter: int = 200, tol: float | None = None) -> clarabel
     return settings
 
 
-def solve_clarabel(P, q, A, b, cones, what: str, tol: float | None = None) -> np.ndarray:
+def solve_clarabel(P, q, A, b, cones, what: str, tol: float | None = None) -> SolverResult:
     """min 0.5 x'Px + q'x s.t. b - Ax in cones; raises when Clarabel does not solve it.
 
     A run that stalls (InsufficientProgress, an ill-conditioned KKT system) is retried
@@ -25,6 +27,9 @@ def solve_clarabel(P, q, A, b, cones, what: str, tol: float | None = None) -> np
     gap and feasibility tolerances, None for its defaults (1e-8, relative to its scaled problem:
     on badly scaled problems the unscaled objective can be much further off, see
     `hinge_working_set.RESTRICTED_CLARABEL_TOL`).
+    Returns a `SolverResult`: solution x, Clarabel's objective and iterations, status "optimal"
+    ("optimal_inaccurate" for AlmostSolved), path "clarabel" (with the retry: "clarabel_retry_1",
+    "_2"), certificate Clarabel's primal and dual residuals.
     """
     P, A = sp.triu(P, format="csc"), sp.csc_matrix(A)
     status = "not run"
@@ -35,7 +40,12 @@ def solve_clarabel(P, q, A, b, cones, what: str, tol: float | None = None) -> np
         solution = clarabel.DefaultSolver(P, q, A, b, cones, settings).solve()
         status = str(solution.status)
         if status in ("Solved", "AlmostSolved"):
-            return np.asarray(solution.x)
+            return SolverResult(np.asarray(solution.x), objective=float(solution.obj_val),
+                                iterations=int(solution.iterations),
+                                status="optimal" if status == "Solved" else "optimal_inaccurate",
+                                path="clarabel" if attempt == 0 else f"clarabel_retry_{attempt}",
+                                certificate=dict(primal_residual=float(solution.r_prim),
+                                                 dual_residual=float(solution.r_dual)))
     raise RuntimeError(f"Clarabel did not solve the {what} (status {status})")
 
 

@@ -13,7 +13,7 @@ import scipy.sparse.linalg
 
 from .dense_cholesky import cho_factor_symmetric, cho_solve_factor
 from .hinge_rows import HingeRowOperator
-from .policy import newton_system
+from . import policy  # its thresholds read at call time
 
 
 def solve_positive(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -99,7 +99,7 @@ def smoothed_hinge_start(rows: HingeRowOperator, lam: float, weight: float, mu_f
             gradient = lam * w - weight * rows.weighted_sum(np.clip(v / mu, 0.0, 1.0))
             curved_mask = (v > 0) & (v < mu)
             curved = np.flatnonzero(curved_mask)
-            system = newton_system(p, curved.size)
+            system = policy.newton_system(p, curved.size)
             if system == "dense":
                 # Gram matrix of the curved rows, updated by the rows that enter or leave the
                 # curved piece when that is cheaper than rebuilding it.

@@ -26,6 +26,8 @@ the optimality conditions (up to `tol` on the margins).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from .box_active_set import GuessRecord
@@ -33,7 +35,8 @@ from .hinge_rows import HingeRowOperator
 from .hinge_working_set import polish_uncertified, solve_working_set
 from .margin_active_set import CHURN_AFTER_STEPS, MarginSystems, active_set_from_guess
 from .margin_polish import POLISH_BELOW_LAM, POLISH_WARM_START_BELOW
-from .policy import PATH_MAX_RATIO, adaptive_working_set, path_warm_start
+from . import policy  # its thresholds read at call time
+from .result import SolverResult
 
 #: The active-set method from the previous constant's sets gives up when, after a few steps,
 #: more than this fraction of the rows still change sets per step: its guesses then oscillate
@@ -47,14 +50,14 @@ MARGIN_GUESS = 1e-6
 #: is dropped two steps earlier, since the working set from those margins is a good second
 #: route there. With the closed-form rule below, figure 4's RBF tunings 3-5 % faster (figure 7's
 #: smaller shortest-path ones about as much slower); on refits, which have no such margins, the
-#: earlier check had cost more than it saved (docs/benchmarks.md, sessions 42-43).
+#: earlier check had cost more than it saved (docs/decisions/010-regularization-paths.md).
 NEIGHBOUR_CHURN_AFTER_STEPS = 3
 
 
 def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, band: float = 1e-2,
                      linear_below: float = 1e-2, max_rounds: int = 100,
-                     start_margins: list | None = None) -> list[tuple[np.ndarray, dict]]:
-    """[(w, info)] for every lam of `lams` (in their given order), each the exact optimum.
+                     start_margins: list | None = None) -> list[SolverResult]:
+    """A `SolverResult` for every lam of `lams` (in their given order), each the exact optimum.
 
     Args as `solve_working_set` (no ball constraint: the path is for the unconstrained QP);
     start_margins: None or, for each lam, None or the margins (n_rows,) of a related problem's
@@ -62,7 +65,7 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
     set starts instead of the previous lam's optimum (or of a cold start below the kernel size:
     the polynomial cells of degree 1 then took a fifth of the time, 0.05-0.1 s instead of 0.3-0.5 s
     over nine lam values on the figures' data).
-    info adds path: "active_set" (the previous constant's active sets were right after a few
+    Each result's path: "active_set" (the previous constant's active sets were right after a few
     steps), "warm_working_set" (working set from the previous optimum) or "cold".
     """
     lams = np.asarray(lams, dtype=float)
@@ -72,11 +75,11 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
     margin_systems = MarginSystems(rows)  # one Gram factorization reused from constant to constant
     # Without a related problem's margins the path also solves intermediate constants (warm
     # starts only): smaller steps change the working sets less (RBF kernel grids about 1.5x faster).
-    finer = start_margins is None and path_warm_start(rows.n_vars, rows.n_rows)
+    finer = start_margins is None and policy.path_warm_start(rows.n_vars, rows.n_rows)
     churn_after = CHURN_AFTER_STEPS if start_margins is None else NEIGHBOUR_CHURN_AFTER_STEPS
-    for i, lam in path_constants(lams, PATH_MAX_RATIO if finer else None):
+    for i, lam in path_constants(lams, policy.PATH_MAX_RATIO if finer else None):
         # The previous optimum's margins, once: for the active-set guess and the working set's start.
-        u = rows.margins(previous) if previous is not None and path_warm_start(rows.n_vars, rows.n_rows) else None
+        u = rows.margins(previous) if previous is not None and policy.path_warm_start(rows.n_vars, rows.n_rows) else None
         if u is not None:
             margin = np.abs(u - 1.0) <= MARGIN_GUESS
             multipliers: dict = {}
@@ -85,10 +88,11 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
                                              multipliers=multipliers, churn_after=churn_after)
             if w is not None:
                 w = polish_uncertified(rows, lam, weight, w, multipliers.get("alpha"), _polish_below(i),
-                                       margin_systems if adaptive_working_set(rows.n_vars) else None)
+                                       margin_systems if policy.adaptive_working_set(rows.n_vars) else None)
                 if i is not None:
-                    results[i] = (w, dict(path="active_set", active_set_steps=steps, rounds=1, working_set=0,
-                                          restricted_solves=0, newton_steps=0, rows=int(rows.n_rows)))
+                    results[i] = SolverResult(w, iterations=1, path="active_set", certificate={"margin_tol": float(tol)},
+                                              extra=dict(active_set_steps=steps, working_set=0, restricted_solves=0,
+                                                         newton_steps=0, rows=int(rows.n_rows)))
                 previous = w
                 continue
         # The working set from the previous optimum's rows near the margin: much smaller than a
@@ -102,11 +106,11 @@ def solve_hinge_path(rows: HingeRowOperator, lams, weight: float, tol: float, ba
             # the margin, 1,900-2,400 of 3,750 rows (figure 4's RBF cells at gamma 1-2, large lam:
             # 0.9-1.8 s each); without that start the path's own (or a cold) start is smaller.
             start = None
-        w, info = solve_working_set(rows, lam, weight, None, tol, previous if warm else None, band, linear_below,
-                                    max_rounds, guesses, start, polish_below=_polish_below(i))
+        result = solve_working_set(rows, lam, weight, None, tol, previous if warm else None, band, linear_below,
+                                   max_rounds, guesses, start, polish_below=_polish_below(i))
         if i is not None:
-            results[i] = (w, dict(info, path="warm_working_set" if warm else "cold"))
-        previous = w
+            results[i] = replace(result, path="warm_working_set" if warm else "cold")
+        previous = result.solution
     return results
 
 

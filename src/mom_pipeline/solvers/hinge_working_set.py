@@ -40,8 +40,10 @@ from .interior_point import BoxQPStalled, HingeIPMStalled, box_gap_of_gradient, 
 from .margin_active_set import MarginSystems, active_set_finish, primal_point
 from .margin_polish import (POLISH_BELOW_LAM, margin_multipliers, polish_margin_rows, restricted_gap,
                             restricted_objective)
-from .policy import (BOX_CROSSOVER_MIN_ROWS, BOX_DUAL_GAP, BOX_DUAL_REL_GAP, KERNEL_LINEAR_BELOW, WORKING_SET_JOIN_MIN,
-                     WORKING_SET_JOIN_ROUNDS, WORKING_SET_LEAVES, adaptive_working_set, restricted_qp_method)
+from .result import SolverResult
+# The policy's thresholds are read from the module at call time (`policy.NAME`), never copied
+# here: changing the policy (a benchmark, a test) changes what every later solve does.
+from . import policy
 
 #: Clarabel's tolerances on a restricted QP. Its defaults (1e-8) hold in its equilibrated problem;
 #: at tiny scaled lam (7e-15: RBF kernel MOM, gamma 3, lam 1e-6) a restricted optimum "Solved"
@@ -97,7 +99,7 @@ def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, workin
         return w, np.zeros(0)
     index = np.flatnonzero(working)
     k = index.size
-    method = restricted_qp_method(p, k, ball=radius is not None)  # see policy.py for why
+    method = policy.restricted_qp_method(p, k, ball=radius is not None)  # see policy.py for why
     gram = shift = None
     if status is not None and radius is None and (guesses is None or guesses.worth_trying()):
         # The dual box QP from the guessed active sets: a few factorizations of the free block
@@ -112,7 +114,7 @@ def restricted_qp_warm(rows: HingeRowOperator, lam: float, weight: float, workin
             return found
     if method == "interior_point":
         try:
-            return hinge_qp_ipm(rows.dense_rows(index), gradient, lam, weight), None
+            return hinge_qp_ipm(rows.dense_rows(index), gradient, lam, weight).solution, None
         except HingeIPMStalled as stalled:
             # At tiny scaled lam the iterations can reach the optimum without their certificate
             # (its stationarity term is divided by lam); Clarabel, the fallback, then "solved" a
@@ -151,8 +153,8 @@ def _box_dual(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, l
               gram: np.ndarray | None, shift: np.ndarray | None,
               n_linear: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(w, alpha) of the restricted QP through its dual, a box QP over the working rows with their
-    k x k Gram matrix (certified by its duality gap, BOX_DUAL_GAP, or BOX_DUAL_REL_GAP of the MOM
-    objective -(f + `_dual_offset`)), or None when it stalls. n_linear: the rows folded into gradient."""
+    k x k Gram matrix (certified by its duality gap, policy.BOX_DUAL_GAP, or policy.BOX_DUAL_REL_GAP
+    of the MOM objective -(f + `_dual_offset`)), or None when it stalls. n_linear: the rows folded into gradient."""
     if gram is None:
         gram, shift = rows.gram(index), rows.margins_of(index, gradient)
     Q, c = gram / lam, shift / lam - 1.0
@@ -160,7 +162,7 @@ def _box_dual(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, l
 
     def crossover(status: np.ndarray) -> np.ndarray | None:
         # The box QP over the rows the iterate guesses free, accepted by the interior-point
-        # method's own stop (its gap below BOX_DUAL_GAP or BOX_DUAL_REL_GAP of the objective).
+        # method's own stop (its gap below policy.BOX_DUAL_GAP or policy.BOX_DUAL_REL_GAP of the objective).
         found = solve_on_guessed_sets(Q, c, weight, status)
         if found is None:
             return None
@@ -169,8 +171,8 @@ def _box_dual(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, l
         return a if _gap_accepted(box_gap_of_gradient(g, weight, a), scale) else None
 
     try:
-        alpha = box_qp(Q, c, weight, gap_tol=BOX_DUAL_GAP, gap_rel=BOX_DUAL_REL_GAP, offset=offset,
-                       crossover=crossover if c.size >= BOX_CROSSOVER_MIN_ROWS else None)
+        alpha = box_qp(Q, c, weight, gap_tol=policy.BOX_DUAL_GAP, gap_rel=policy.BOX_DUAL_REL_GAP, offset=offset,
+                       crossover=crossover if c.size >= policy.BOX_CROSSOVER_MIN_ROWS else None).solution
         return primal_point(rows, index, gradient, lam, alpha), alpha
     except BoxQPStalled as stalled:
         # Round-off stopped the interior-point method near the optimum (a multiplier on
@@ -190,7 +192,7 @@ def _polished_stall(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndar
     restricted QPs of 100-250 rows because its objective cancels; they went to Clarabel on the
     primal (thousands of unknowns, 0.2-3.5 s each). The stalled point's w, with its margin rows
     polished, has a gap (`margin_polish.restricted_gap`) that needs no cancelling difference; it
-    is accepted below BOX_DUAL_REL_GAP of the MOM objective, P(w) plus the linear rows' weight."""
+    is accepted below policy.BOX_DUAL_REL_GAP of the MOM objective, P(w) plus the linear rows' weight."""
     alpha = np.clip(alpha, 0.0, weight)
     w = primal_point(rows, index, gradient, lam, alpha)
     w = polish_margin_rows(rows, lam, weight, w, index, gradient, STALLED_POLISH_BANDS)
@@ -199,16 +201,16 @@ def _polished_stall(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndar
 
 
 def _gap_accepted(gap: float, scale: float) -> bool:
-    """The box dual's stop applied to a restricted QP's gap: BOX_DUAL_GAP, or BOX_DUAL_REL_GAP of
-    the MOM objective `scale`."""
-    return bool(np.isfinite(gap) and gap <= max(BOX_DUAL_GAP, BOX_DUAL_REL_GAP * abs(scale)))
+    """The box dual's stop applied to a restricted QP's gap: policy.BOX_DUAL_GAP, or
+    policy.BOX_DUAL_REL_GAP of the MOM objective `scale`."""
+    return bool(np.isfinite(gap) and gap <= max(policy.BOX_DUAL_GAP, policy.BOX_DUAL_REL_GAP * abs(scale)))
 
 
 def _certified_stall(rows: HingeRowOperator, index: np.ndarray, gradient: np.ndarray, lam: float, weight: float,
                      w: np.ndarray, n_linear: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(w, alpha) from a stalled primal interior-point iterate w, its margin rows polished, when
     multipliers fitted to it (`margin_polish.margin_multipliers`) certify it below
-    BOX_DUAL_REL_GAP of the MOM objective; else None."""
+    policy.BOX_DUAL_REL_GAP of the MOM objective; else None."""
     if not np.isfinite(w).all():
         return None
     w = polish_margin_rows(rows, lam, weight, w, index, gradient, STALLED_POLISH_BANDS)
@@ -226,7 +228,7 @@ def _box_dual_from_guess(rows: HingeRowOperator, index: np.ndarray, gradient: np
     """(w, alpha) of the restricted QP from the box dual min 0.5 a'Qa + c'a, 0 <= a <= weight,
     solved by `box_qp_active_set` from a guess of its active sets (status per working row), or
     None when that gives up."""
-    alpha, _ = box_qp_active_set(Q, c, weight, status, BOX_DUAL_GAP, gap_rel=BOX_DUAL_REL_GAP,
+    alpha, _ = box_qp_active_set(Q, c, weight, status, policy.BOX_DUAL_GAP, gap_rel=policy.BOX_DUAL_REL_GAP,
                                  offset=_dual_offset(gradient, lam, weight, n_linear), max_free=rows.n_vars)
     return None if alpha is None else (primal_point(rows, index, gradient, lam, alpha), alpha)
 
@@ -247,14 +249,14 @@ def _restricted_clarabel(rows: HingeRowOperator, index: np.ndarray, gradient: np
         A, b, cones = sp.vstack([A, A_ball], format="csr"), np.concatenate([b, b_ball]), cones + [cone]
     P = sp.diags(np.concatenate([np.full(p, lam), np.zeros(k)]), format="csc")
     q = np.concatenate([-gradient, np.full(k, weight)])
-    return solve_clarabel(P, q, A, b, cones, "restricted MOM QP", tol=RESTRICTED_CLARABEL_TOL)[:p]
+    return solve_clarabel(P, q, A, b, cones, "restricted MOM QP", tol=RESTRICTED_CLARABEL_TOL).solution[:p]
 
 
 def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius: float | None, tol: float,
                       w0: np.ndarray | None, band: float, linear_below: float,
                       max_rounds: int, guesses: GuessRecord | None = None,
                       start_margins: np.ndarray | None = None,
-                      polish_below: float = POLISH_BELOW_LAM) -> tuple[np.ndarray, dict]:
+                      polish_below: float = POLISH_BELOW_LAM) -> SolverResult:
     """argmin_w (lam/2)||w||^2 + weight * sum_i max(0, 1 - h_i'w) (within the ball ||w|| <= radius
     when set) over the rows of `rows`, exactly: warm start, active-set finish, working set.
 
@@ -271,7 +273,10 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
         polish_below: below this lam the solution's margin rows are polished
             (`polish_margin_rows_below`).
     Returns:
-        w (n_vars,) and an info dict (rounds, working-set size, Newton steps, ...).
+        a `SolverResult`: solution w (n_vars,); iterations the working-set rounds (1 when the
+        active-set finish solved it, path "active_set", else path "working_set"); certificate
+        the margin tolerance to which no row breaks its assumption; extra the working-set
+        sizes, Newton steps, restricted solves, ...
     """
     newton_steps = 0
     warm = w0 is not None or start_margins is not None
@@ -287,21 +292,22 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
         multipliers: dict = {}
         w, active_steps = active_set_finish(rows, lam, weight, u_start, tol, multipliers=multipliers)
         if w is not None:
-            info = dict(rounds=1, working_set=0, linear_rows=int((rows.margins(w) < 1.0).sum()), restricted_solves=0,
-                        newton_steps=int(newton_steps), active_set_steps=active_steps, rows=int(rows.n_rows))
-            return polish_uncertified(rows, lam, weight, w, multipliers.get("alpha"), polish_below), info
+            extra = dict(working_set=0, linear_rows=int((rows.margins(w) < 1.0).sum()), restricted_solves=0,
+                         newton_steps=int(newton_steps), active_set_steps=active_steps, rows=int(rows.n_rows))
+            w = polish_uncertified(rows, lam, weight, w, multipliers.get("alpha"), polish_below)
+            return _working_set_result(w, 1, "active_set", tol, extra)
     # Rows far below the margin at the start are assumed violated (linear). With a weak
     # regularizer that assumption lets the restricted optimum jump far (its linear pull is
     # only held back by lam); a jump shows as many broken rows, and then fewer rows are
     # linearized: the threshold `linear_below` grows and the jump is discarded (not on
     # kernel-sized problems, where that grew working sets to every row, 3745 of 3750: there
     # the broken rows join and the far ones leave instead).
-    adaptive = adaptive_working_set(rows.n_vars)  # shrink the working set, no growth after jumps
+    adaptive = policy.adaptive_working_set(rows.n_vars)  # shrink the working set, no growth after jumps
     if adaptive:
         # Kernel-sized problems start with a wider band below the margin in the working set
         # (`policy.KERNEL_LINEAR_BELOW`): fewer rows assumed violated, a smaller jump of the
         # first restricted optimum, a smaller second round.
-        linear_below = max(linear_below, KERNEL_LINEAR_BELOW)
+        linear_below = max(linear_below, policy.KERNEL_LINEAR_BELOW)
     working = (u_start >= 1.0 - linear_below) & (u_start <= 1.0 + band)
     linear = u_start < 1.0 - linear_below
     solves = 0
@@ -337,17 +343,18 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
         # then about the size of the margin set instead of every row ever near it (RBF kernel
         # MOM: 400-900 rows instead of 650-2500). A row leaves with its multiplier at the bound
         # it goes to, so the restricted optimum stays, and the broken rows joining raise it: the
-        # rounds end (each row may leave up to WORKING_SET_LEAVES times, then it stays).
-        far = working & (leaves < WORKING_SET_LEAVES) & (np.abs(u - 1.0) > band) if adaptive else np.zeros_like(working)
+        # rounds end (each row may leave up to policy.WORKING_SET_LEAVES times, then it stays).
+        far = (working & (leaves < policy.WORKING_SET_LEAVES) & (np.abs(u - 1.0) > band) if adaptive
+               else np.zeros_like(working))
         working &= ~far
         linear |= far & (u < 1.0)
         leaves += far
-        if adaptive and round_ <= WORKING_SET_JOIN_ROUNDS:
-            # At most as many broken rows join as the working set holds (WORKING_SET_JOIN_MIN at
+        if adaptive and round_ <= policy.WORKING_SET_JOIN_ROUNDS:
+            # At most as many broken rows join as the working set holds (policy.WORKING_SET_JOIN_MIN at
             # least), the furthest from the margin first: after a jump of the restricted optimum
             # the whole crowd of broken rows made box QPs of thousands of rows, most of which
             # left again in the round after (`policy.WORKING_SET_JOIN_MIN`).
-            broken, held = _furthest_broken(broken, u, max(int(working.sum()), WORKING_SET_JOIN_MIN))
+            broken, held = _furthest_broken(broken, u, max(int(working.sum()), policy.WORKING_SET_JOIN_MIN))
             held_back += held
         # Rows near the margin join too: the next restricted optimum is likely to move them.
         joining = broken | (~working & (np.abs(u - 1.0) <= band))
@@ -355,23 +362,29 @@ def solve_working_set(rows: HingeRowOperator, lam: float, weight: float, radius:
         linear &= ~joining
     else:
         raise RuntimeError(f"MOM working-set method did not terminate in {max_rounds} rounds")
-    info = dict(rounds=round_, working_set=int(working.sum()), linear_rows=int(linear.sum()),
-                restricted_solves=int(solves), newton_steps=int(newton_steps), rows=int(rows.n_rows),
-                dropped_rows=int((leaves > 0).sum()), most_leaves=int(leaves.max(initial=0)), held_back=held_back)
-    if radius is not None:
-        return w, info
-    if alpha is not None:  # the multipliers of every row: weight on the linear ones, 0 off the sets
-        alpha, working_alpha = np.where(linear, weight, 0.0), alpha
-        alpha[working] = working_alpha
-    return polish_uncertified(rows, lam, weight, w, alpha, polish_below), info
+    extra = dict(working_set=int(working.sum()), linear_rows=int(linear.sum()),
+                 restricted_solves=int(solves), newton_steps=int(newton_steps), rows=int(rows.n_rows),
+                 dropped_rows=int((leaves > 0).sum()), most_leaves=int(leaves.max(initial=0)), held_back=held_back)
+    if radius is None:
+        if alpha is not None:  # the multipliers of every row: weight on the linear ones, 0 off the sets
+            alpha, working_alpha = np.where(linear, weight, 0.0), alpha
+            alpha[working] = working_alpha
+        w = polish_uncertified(rows, lam, weight, w, alpha, polish_below)
+    return _working_set_result(w, round_, "working_set", tol, extra)
+
+
+def _working_set_result(w: np.ndarray, rounds: int, path: str, tol: float, extra: dict) -> SolverResult:
+    """The result of `solve_working_set`: it stops only when no row breaks its assumption
+    beyond tol on its margin, which is its certificate."""
+    return SolverResult(w, iterations=int(rounds), path=path, certificate={"margin_tol": float(tol)}, extra=extra)
 
 
 def certified(rows: HingeRowOperator, lam: float, weight: float, w: np.ndarray, alpha: np.ndarray | None) -> bool:
-    """Whether multipliers alpha of every row certify w within BOX_DUAL_REL_GAP of its objective."""
+    """Whether multipliers alpha of every row certify w within policy.BOX_DUAL_REL_GAP of its objective."""
     if alpha is None:
         return False
     gap = restricted_gap(rows, lam, weight, w, alpha, np.arange(rows.n_rows), np.zeros(rows.n_vars))
-    return bool(np.isfinite(gap) and gap <= BOX_DUAL_REL_GAP * restricted_objective(rows, lam, weight, w))
+    return bool(np.isfinite(gap) and gap <= policy.BOX_DUAL_REL_GAP * restricted_objective(rows, lam, weight, w))
 
 
 def polish_uncertified(rows: HingeRowOperator, lam: float, weight: float, w: np.ndarray, alpha: np.ndarray | None,

@@ -10,6 +10,7 @@ from typing import Callable
 import numpy as np
 
 from .dense_cholesky import cho_factor_gram, cho_factor_symmetric, cho_solve_factor, qr_factor_gram
+from .result import SolverResult
 
 
 def longest_step(*pairs) -> float:
@@ -75,7 +76,7 @@ CROSSOVER_TRIES = 3
 
 def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_iter: int = 200,
            gap_tol: float | None = None, gap_rel: float = 0.0, offset: float = 0.0,
-           crossover: Callable[[np.ndarray], np.ndarray | None] | None = None) -> np.ndarray:
+           crossover: Callable[[np.ndarray], np.ndarray | None] | None = None) -> SolverResult:
     """argmin 0.5 a'Qa + c'a s.t. 0 <= a <= upper (Q positive semidefinite, k x k).
 
     Mehrotra's predictor-corrector interior-point method; each iteration factors
@@ -96,6 +97,11 @@ def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_it
     (`CROSSOVER_MU`, `CROSSOVER_FREE`); it returns the exact optimum, certified by the caller,
     or None, and the iterations go on. MOM's large working sets end with a few free rows among
     hundreds or thousands at a bound: their sets are clear iterations before the stop.
+
+    Returns a `SolverResult` with solution a; path "interior_point" or "crossover"; status
+    "optimal", or "optimal_inaccurate" for the last point converged in its residuals up to
+    1e3 tol; certificate the residual and mean complementarity, or the duality gap when
+    that stopped it (a crossover's point is certified by its caller).
     """
     k = c.size
     a = np.full(k, 0.5 * upper)
@@ -104,7 +110,7 @@ def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_it
     fallback = None
     first_gap, best_gap, since_best = None, np.inf, 0
     crossovers = 0
-    for _ in range(max_iter):
+    for iteration in range(max_iter):
         gap_up = upper - a
         gradient = Q @ a + c
         residual = gradient - z_low + z_up
@@ -115,18 +121,20 @@ def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_it
         mu = (comp_low.sum() + comp_up.sum()) / (2 * k)
         largest = np.abs(residual).max()
         if (largest <= tol and mu <= tol * upper) or (largest <= 1e3 * tol and mu <= 1e-6 * tol * upper):
-            return a  # converged, or at the round-off floor of a badly scaled Q (kernels, tiny lam)
+            # converged, or at the round-off floor of a badly scaled Q (kernels, tiny lam)
+            return SolverResult(a, iterations=iteration, path="interior_point",
+                                certificate=dict(residual=float(largest), complementarity=float(mu)))
         if crossover is not None and crossovers < CROSSOVER_TRIES and mu <= CROSSOVER_MU * upper:
             status = np.where(a < upper * z_low, -1, np.where(gap_up < upper * z_up, 1, 0))
             if np.count_nonzero(status == 0) <= CROSSOVER_FREE * k:
                 crossovers += 1
                 found = crossover(status)
                 if found is not None:
-                    return found
+                    return SolverResult(found, iterations=iteration, path="crossover")
         if gap_tol is not None:
             gap = box_gap_of_gradient(gradient, upper, a)
             if gap <= max(gap_tol, gap_rel * abs(0.5 * a @ (gradient + c) + offset)):
-                return a
+                return SolverResult(a, iterations=iteration, path="interior_point", certificate=dict(duality_gap=gap))
             # At tiny lam the gap meets a round-off floor above its stop (about 1e-7 against
             # 1e-12 on RBF kernel cells at scaled lam 1e-14) and stays there: 100-150 more
             # iterations before a breakdown ended them (a tenth of a narrow RBF grid's time).
@@ -140,7 +148,8 @@ def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_it
             # Converged up to a residual that round-off in Q a may not let fall below tol
             # (Q entries of 1e9 on separable kernel problems): kept in case the next step
             # breaks down on the bounds.
-            fallback = a
+            fallback = SolverResult(a, iterations=iteration, status="optimal_inaccurate", path="interior_point",
+                                    certificate=dict(residual=float(largest), complementarity=float(mu)))
         if not (np.isfinite(a).all() and gap_up.min() > 0 and a.min() > 0):
             break  # round-off pushed an iterate onto the bounds: give up, Clarabel takes over
         # A bound gap of 1e-310 (a free row of a crossover's small box QP that ends on a bound)
@@ -180,7 +189,7 @@ def box_qp(Q: np.ndarray, c: np.ndarray, upper: float, tol: float = 1e-9, max_it
 
 
 def hinge_qp_ipm(H: np.ndarray, g: np.ndarray, lam: float, weight: float, gap_tol: float = 1e-11,
-                  max_iter: int = 100) -> np.ndarray:
+                  max_iter: int = 100) -> SolverResult:
     """argmin_w (lam/2)||w||^2 - g'w + weight * sum_i max(0, 1 - h_i'w) for dense rows H (k x p).
 
     Mehrotra's predictor-corrector method on  H w + s - 1 = t >= 0 (multipliers alpha),
@@ -190,6 +199,7 @@ def hinge_qp_ipm(H: np.ndarray, g: np.ndarray, lam: float, weight: float, gap_to
     P(w) = (lam/2)||w||^2 - g'w + weight sum max(0, 1 - Hw) and
     D(alpha) = sum(alpha) - ||g + H'alpha||^2 / (2 lam) for 0 <= alpha <= weight (a lower
     bound on the optimum by weak duality), is below gap_tol * max(1, |P(w)|).
+    Returns a `SolverResult` (solution w, objective P(w), certificate its duality gap).
     """
     k, p = H.shape
     w = np.zeros(p)
@@ -198,13 +208,14 @@ def hinge_qp_ipm(H: np.ndarray, g: np.ndarray, lam: float, weight: float, gap_to
     alpha = np.full(k, 0.5 * weight)
     nu = weight - alpha
 
-    for _ in range(max_iter):
+    for iteration in range(max_iter):
         # H w and H' alpha once: the certificate and the residuals share them.
         margins, pull = H @ w, g + H.T @ alpha
         upper_bound = 0.5 * lam * w @ w - g @ w + weight * np.maximum(0.0, 1.0 - margins).sum()
         lower_bound = alpha.sum() - pull @ pull / (2.0 * lam)
         if upper_bound - lower_bound <= gap_tol * max(1.0, abs(upper_bound)):
-            return w
+            return SolverResult(w, objective=float(upper_bound), iterations=iteration, path="interior_point",
+                                certificate=dict(duality_gap=float(upper_bound - lower_bound)))
         r_w = lam * w - pull
         r_t = margins + s - 1.0 - t
         r_nu = weight - alpha - nu

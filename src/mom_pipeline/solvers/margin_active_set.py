@@ -11,7 +11,7 @@ import numpy as np
 from .box_active_set import free_solve
 from .dense_cholesky import cho_factor_symmetric, cho_solve_factor
 from .hinge_rows import HingeRowOperator
-from .policy import adaptive_working_set
+from . import policy  # its thresholds read at call time
 
 #: `active_set_from_guess` checks its churn (rows changing sets per step) from this step on.
 CHURN_AFTER_STEPS = 5
@@ -75,7 +75,7 @@ def active_set_from_guess(rows: HingeRowOperator, lam: float, weight: float, mar
     # On kernel-sized problems the margin sets of later steps differ in a few rows: their Gram
     # systems are solved from one factorization by block elimination (`FreeBlock`) instead of
     # one factorization per step (narrow RBF kernels: 15-18 steps on 2,100 margin rows).
-    incremental = adaptive_working_set(rows.n_vars)
+    incremental = policy.adaptive_working_set(rows.n_vars)
     if incremental and margin_systems is None:
         margin_systems = MarginSystems(rows)
     for step in range(1, max_steps + 1):

@@ -40,8 +40,9 @@ result):
   otherwise MOM stops with `DualFormulationTooLarge` before it solves anything. (Clarabel on
   the whole sparse problem, the former fallback, needed 1.8-11x the block method's memory and
   3.7-24x its time on the problems measured, all but the smallest: 10 observations of a
-  760-arc grid, far below any budget; docs/inverse_lp.md.) This is not a choice of path: a
-  problem either runs on the block method or stops.
+  760-arc grid, far below any budget; docs/decisions/004-dual-formulation-memory-budget.md.)
+  This is not a choice of path: a problem either runs on the block method or stops
+  (`check_dual_formulation_memory`).
 * `block_ipm_threads(requested, T, K, q, n, d)`: how many of the requested threads share its
   Newton steps (one on problems too small to share: the shipped inverse example ran 2x slower
   on two threads).
@@ -49,7 +50,7 @@ result):
   lambda tuning (`methods.cost_free_tuning`) are fitted at once, each on one thread.
 
 `benchmarks/solver_policy.py` times every path on shapes on both sides of each threshold
-and prints the table that backs these numbers (docs/benchmarks.md keeps the last one).
+and prints the table that backs these numbers (docs/performance.md keeps the last one).
 """
 
 from __future__ import annotations
@@ -99,21 +100,21 @@ WORKING_SET_LEAVES = 16
 # the same). A restricted optimum of a few hundred rows had broken 1,500 more, and the next round's
 # box QP of 2,158 rows took 1.7 s of an RBF cell's 1.9 s. Side by side, one core each: figure 4's
 # RBF tunings 1.14x faster (8 trials), polynomial 1.13x (6), figure 7's 1.10x (5); a cap at half
-# or twice the working set gained 1.12x / 1.10x (docs/benchmarks.md, session 44).
+# or twice the working set gained 1.12x / 1.10x (docs/decisions/008-kernel-working-sets.md).
 WORKING_SET_JOIN_MIN = 100
 # ... and the cap holds for this many rounds of a working set; later rounds take every broken row,
 # so a constant can never run out of rounds (`max_rounds`) for joining too slowly.
 WORKING_SET_JOIN_ROUNDS = 30
 # Box-QP duals of this many rows or more try a crossover from the interior-point iterate's sets
 # (`interior_point.box_qp`, `box_active_set.solve_on_guessed_sets`): figure 4's RBF tunings 1.13x
-# faster, polynomial 1.03x, figure 7's 1.04x (docs/benchmarks.md, session 43).
+# faster, polynomial 1.03x, figure 7's 1.04x (docs/decisions/009-box-dual-solver.md).
 BOX_CROSSOVER_MIN_ROWS = 50
 # Box-QP dual: stopped when its duality gap (= the restricted hinge QP's) is below this.
 BOX_DUAL_GAP = 1e-10
 # ... or below this times the MOM objective (the restricted QP's dual value plus the linear rows'
 # constant): that bounds the final objective's error by 1e-9 relative, where the gap can be
 # computed (not below scaled lam ~1e-13). Narrow RBF kernel cells 1.38x faster; 1e-8 left KKT
-# certificates at 1.1e-7 (docs/benchmarks.md).
+# certificates at 1.1e-7 (docs/decisions/009-box-dual-solver.md).
 BOX_DUAL_REL_GAP = 1e-9
 # Newton steps: a dense p x p Hessian up to this many unknowns.
 DENSE_NEWTON_MAX_VARS = 2000
@@ -183,6 +184,43 @@ def block_ipm_fits(T: int, K: int, q: int, n: int, d: int, m: int = 0, threads: 
     return block_ipm_bytes(T, K, q, n, d, m, threads, r) <= block_ipm_budget()
 
 
+def check_dual_formulation_memory(T: int, n: int, m: int, q: int, d: int, threads: int = 1,
+                                  r: int | None = None) -> None:
+    """Stop before any solve when the block method's estimated peak (`block_ipm_bytes`) exceeds
+    its budget (`block_ipm_budget`): `DualFormulationTooLarge`, naming the sizes, the most
+    observations that fit and the ways out.
+
+    T samples of n columns and m rows (standard form), q the most free reduced costs of a sample,
+    d features; r the costs the block method works on (n - rank(A) with one constraint matrix).
+    There is no fallback: Clarabel on the whole sparse problem needs several times more memory
+    than the block method wherever the block method's is large, so it would only fail later
+    (docs/decisions/004-dual-formulation-memory-budget.md).
+    """
+    if block_ipm_fits(T, n - m, q, n, d, m, threads, r):
+        return
+
+    def needed(samples: int) -> float:
+        return block_ipm_bytes(samples, n - m, q, n, d, m, threads, r)
+
+    budget = block_ipm_budget()
+    fitting, over = 0, T  # the most observations that fit: needed() grows with T
+    while over - fitting > 1:
+        middle = (fitting + over) // 2
+        fitting, over = (middle, over) if needed(middle) <= budget else (fitting, middle)
+    origin = ("set by solvers.policy.BLOCK_IPM_MAX_BYTES" if BLOCK_IPM_MAX_BYTES is not None else
+              "half of this machine's memory; solvers.policy.BLOCK_IPM_MAX_BYTES overrides it")
+    raise DualFormulationTooLarge(
+        f"dual-formulation MOM: {T} observations of {n} columns and {m} rows with {d} features need an estimated "
+        f"{_size(needed(T))}, above the {_size(budget)} this fit may use ({origin}); "
+        + (f"at most {fitting} observations of this problem fit. Fit fewer observations, use " if fitting else
+           "not even one observation of this problem fits. Use ")
+        + "formulation='basis' (bases completed from x*), or a machine with more memory.")
+
+
+def _size(n_bytes: float) -> str:
+    return f"{n_bytes / 2**30:.1f} GB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:.0f} MB"
+
+
 # Block interior-point method: one more thread per this much work per Newton step (the
 # docstring's count, T ((K + q)^2 (K + q + n) + K n^2 + n^2 d^2)). Two threads against one
 # (2026-11-27, quiet machine; `fit_many` over 9 lambdas, or one fit at T = 2000 and on the
@@ -245,7 +283,7 @@ def restricted_qp_method(n_vars: int, n_rows: int, ball: bool) -> Literal["inter
 # the restricted QPs that fall back to Clarabel (wide RBF kernel cells at tiny lam: 375 samples,
 # 3,750 unknowns instead of 7,875) factor much denser systems: a test path of 91 s did not end
 # in 15 minutes. Below it: linear MOM on the paper's shortest path 1.7-2.5x faster, figure 7's
-# polynomial grids 1.6-1.8x, figure 4's 1.35-1.5x (docs/benchmarks.md).
+# polynomial grids 1.6-1.8x, figure 4's 1.35-1.5x (docs/decisions/006-cost-subspace.md).
 COST_SUBSPACE_MAX_VARS = 2500
 
 
@@ -282,7 +320,7 @@ PATH_WARM_START_MIN_VARS = KERNEL_MIN_VARS
 # A warm-started path without a related problem's margins steps by at most this ratio between
 # constants (intermediate constants, warm starts only, between grid values further apart): RBF
 # kernel MOM grids 1.5x faster on figure 4's trial 0; polynomial grids, whose later gammas start
-# from the neighbouring gamma's margins, only on their first gamma (docs/benchmarks.md).
+# from the neighbouring gamma's margins, only on their first gamma (docs/decisions/010-regularization-paths.md).
 PATH_MAX_RATIO = 10 ** 0.5
 
 

@@ -9,7 +9,7 @@ def upper_triangular_inverse(R: np.ndarray) -> np.ndarray:
     """The inverses of upper-triangular (T, q, q) matrices, row by row from the bottom: back
     substitution vectorized over the matrices, q batched products. numpy's batched `inv` runs a
     general LU factorization and inversion per matrix: 3x slower on the block interior-point
-    method's 16 x 16 factors, 2.4-2.9x on 81 x 81 and 361 x 361 ones (docs/inverse_lp_speed.md).
+    method's 16 x 16 factors, 2.4-2.9x on 81 x 81 and 361 x 361 ones (docs/decisions/001-dual-formulation-block-ipm.md).
     Raises numpy.linalg.LinAlgError, as `inv` does, when a diagonal entry is zero."""
     T, q, _ = R.shape
     diagonal = R[:, np.arange(q), np.arange(q)]

@@ -22,7 +22,8 @@ def test_the_shipped_parameters_validate_and_reach_mom():
     assert params.tuned and params.lambdas == list(inverse["tuning"]["lambdas"])
     model = MOM(**params.model.estimator_params(), lam=1.0)
     assert model.formulation == inverse["model"]["formulation"] and model.n_jobs == inverse["model"]["n_jobs"]
-    assert params.table_options() == {k: inverse[k] for k in ("add_intercept", "on_invalid", "drop_implied")}
+    assert params.table_options() == {k: inverse[k] for k in ("add_intercept", "on_invalid", "drop_implied",
+                                                              "outlier_threshold")}
 
 
 @pytest.mark.parametrize("lam", [1e-3, "0.5", 2])

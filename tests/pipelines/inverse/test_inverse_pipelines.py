@@ -1,27 +1,13 @@
 """The inverse, prescribe and inverse_example pipelines through a KedroSession."""
 
-import contextlib
-
 import numpy as np
 import pandas as pd
 import pytest
-from kedro.framework.session import KedroSession
-from kedro.framework.startup import bootstrap_project
+
+from kedro_runs import latest as _latest
+from kedro_runs import run as _run
 
 from mom_pipeline.inverse import InverseInputError, make_example_dataset
-
-
-def _latest(folder):
-    (version,) = sorted(p for p in folder.iterdir() if p.is_dir())[-1:]
-    return version / folder.name
-
-
-def _run(project, pipeline, **runtime):
-    """Run in the project folder, as `kedro run` does (messages show paths relative to it)."""
-    bootstrap_project(project)
-    with contextlib.chdir(project), KedroSession.create(project_path=project, env="smoke",
-                                                        runtime_params=runtime or None) as session:
-        session.run(pipeline_names=[pipeline])
 
 
 def test_example_end_to_end(project_copy):
@@ -190,3 +176,12 @@ def test_messages_name_file_paths_and_ids_stay_text(project_copy):
     _rewrite(project_copy, "new_contexts", contexts)
     with pytest.raises(InverseInputError, match=r"data/01_raw/inverse/new_contexts.csv', row 2, id '0002'"):
         _run(project_copy, "prescribe")
+
+
+@pytest.mark.parametrize("inverse", [{"tuning": {"lambdas": [1e300]}}, {"model": {"lam": 1e300}}])
+def test_a_lambda_that_reproduces_no_held_out_decision_stops_the_run(project_copy, inverse):
+    """Issue 51 item 5: Theta = 0 gave arbitrary routes with exit 0."""
+    _user_tables(project_copy)
+    with pytest.raises(Exception, match=r"no held-out decision is reproduced by .*1e\+300"):
+        _run(project_copy, "inverse", inverse=inverse)
+    assert not (project_copy / "data" / "06_models" / "inverse").exists()  # no model saved

@@ -1,7 +1,8 @@
 """Nodes of an experiment (one paper figure), stage by stage: thin wrappers over
 mom_pipeline.experiments and mom_pipeline.reporting.
 
-generate_data -> extract_bases -> train_models -> evaluate_models -> report_experiment, or,
+generate_data -> extract_bases -> plan_training (trained when Kedro saves the plan to `models`:
+`datasets.ModelTrainingDataset`) -> evaluate_models -> report_experiment, or,
 for an online experiment, generate_data -> extract_bases -> run_online -> report_online.
 Kedro hands every node the parsed, typed experiment spec (`params:experiment`).
 """
@@ -81,13 +82,15 @@ def _checked_trials(spec: ExperimentSpec, problem_data: list[TrialData], solutio
 # ----------------------------------------------------------------------------- training
 
 
-def train_models(problem_data: list[TrialData], solutions: list[TrialSolutions], experiment: ExperimentSpec,
+def plan_training(problem_data: list[TrialData], solutions: list[TrialSolutions], experiment: ExperimentSpec,
                  compute: ComputeConfig, storage: StorageConfig) -> TrainingPlan:
-    """Every method on every trial, lazily: the `models` dataset (datasets.TrialModelsDataset)
-    reuses the trials it already stores and calls `train` with the others, passing the methods
-    it found already trained on the same data (by this or another experiment); the rest stream
-    from the configured backend a few in flight at a time and each trial is written as soon as
-    it is done."""
+    """The plan to train every method on every trial; nothing is trained here. Kedro saves the
+    plan to the `models` dataset (`datasets.ModelTrainingDataset`), and that save is where the
+    training runs: it reuses the trials it already stores and calls the plan's `train` with the
+    others, passing the methods it found already trained on the same data (by this or another
+    experiment); `train` streams them from the configured backend (`experiments.compute`) a few
+    in flight at a time, each fitted by `experiments.train.train_for_storage`, and the dataset
+    writes each trial as soon as it is done (so a killed run resumes from its finished trials)."""
     spec = parse_spec(experiment)
     compute, storage = ComputeConfig.from_params(compute), StorageConfig.from_params(storage)
     by_cell = _checked_trials(spec, problem_data, solutions)

@@ -11,7 +11,7 @@ from kedro.pipeline import Node, Pipeline
 from mom_pipeline.reporting import online_metrics, summary_metrics
 
 from .nodes import (evaluate_models, extract_bases, generate_data, report_experiment, report_online, run_online,
-                    summarize_bases, summarize_data, summarize_trials, train_models)
+                    plan_training, summarize_bases, summarize_data, summarize_trials)
 
 REPORTS = ["summary_table", "summary_markdown", "figure", "figure_plotly"]
 
@@ -28,10 +28,11 @@ def data_pipeline() -> Pipeline:
 
 def create_pipeline(**kwargs) -> Pipeline:
     """Offline figure: data -> training (tuning on a validation quarter) -> LP evaluation ->
-    summary, figure and tracked metrics."""
+    summary, figure and tracked metrics. `plan_training` returns the training as a plan; it
+    runs when Kedro saves the plan to `models` (`datasets.ModelTrainingDataset.save`)."""
     return data_pipeline() + Pipeline([
-        Node(train_models, ["problem_data", "solutions", "params:experiment", "params:compute", "params:storage"],
-             "models", name="train_models"),
+        Node(plan_training, ["problem_data", "solutions", "params:experiment", "params:compute", "params:storage"],
+             "models", name="plan_training"),
         Node(evaluate_models, ["problem_data", "solutions", "models", "params:experiment"],
              ["evaluation", "hyperparameters"], name="evaluate_models"),
         Node(summarize_trials, "evaluation", "trial_summary", name="summarize_trials"),

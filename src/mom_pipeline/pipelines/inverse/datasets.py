@@ -7,7 +7,8 @@ from pathlib import Path
 import pandas as pd
 from kedro_datasets.pandas import CSVDataset
 
-from mom_pipeline.inverse.schema import ID
+from mom_pipeline.inverse.schema import ID, InverseInputError
+from mom_pipeline.inverse.tables import duplicated_names, duplicated_names_message
 
 FILEPATH = "filepath"
 
@@ -15,8 +16,10 @@ FILEPATH = "filepath"
 class InputTableDataset(CSVDataset):
     """A CSV input table (features, decisions, constraints, rhs, bounds, new contexts).
 
-    Two differences from pandas.CSVDataset: the ``id`` column is read as text (``0000``
-    stays ``0000`` in every file, rather than the number 0 in some), and the loaded table
+    Three differences from pandas.CSVDataset: the ``id`` column is read as text (``0000``
+    stays ``0000`` in every file, rather than the number 0 in some); a header that names a
+    column twice is refused (pandas would rename the copy ``rain_mm.1``, a feature more, and
+    the copy of a decision column ``x_1.1`` would be ignored); and the loaded table
     remembers its file in ``table.attrs["filepath"]`` (relative to the working directory
     when inside it), so that validation messages and the rejection report name the file.
     """
@@ -31,7 +34,19 @@ class InputTableDataset(CSVDataset):
     def load(self) -> pd.DataFrame:
         table = super().load()
         table.attrs[FILEPATH] = shown_path(self._get_load_path(), self._protocol)
+        duplicates = duplicated_names(self._header())
+        if duplicates:
+            raise InverseInputError(table.attrs[FILEPATH], duplicated_names_message(duplicates))
         return table
+
+    def _header(self) -> list[str]:
+        """The column names as written in the file's first line (before pandas renames copies)."""
+        path = str(self._get_load_path())
+        options = {"sep": self._load_args["sep"]} if "sep" in self._load_args else {}
+        if self._protocol != "file":
+            path, options["storage_options"] = f"{self._protocol}://{path}", self._storage_options
+        first = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False, **options)
+        return first.iloc[0].tolist() if len(first) else []
 
 
 def shown_path(path, protocol: str = "file") -> str:

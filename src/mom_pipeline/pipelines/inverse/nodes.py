@@ -10,11 +10,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from mom_pipeline.inverse import InverseProblem, make_example_dataset, prescribe, validate_inverse_problem
-from mom_pipeline.inverse.prescription import prescription_problem, record_fit
+from mom_pipeline.inverse.prescription import prescription_problem, problem_fingerprint, record_fit
 from mom_pipeline.methods.base import CostModel
 from mom_pipeline.methods.cost_free_tuning import fit_standardized, validation_curve
 from mom_pipeline.methods.feature_scaling import FeatureScaleError, FeatureStandardizer
-from mom_pipeline.methods.mom import MOM
+from mom_pipeline.methods.mom import MOM, negligible_costs
 from mom_pipeline.methods.mom_dual import check_dual_formulation_fits
 from mom_pipeline.reporting.validation_curve import validation_curve_figure
 
@@ -23,7 +23,14 @@ from .params import InverseExampleParams, InverseParams
 
 log = logging.getLogger(__name__)
 
+
+class DegenerateFitError(ValueError):
+    """The chosen fit cannot decide anything: it reproduces no held-out decision, or its
+    predicted costs are zero to round-off."""
+
 TABLES = ("features", "decisions", "constraints", "rhs", "bounds")
+# The column of lambda_validation that names the problem it was scored on (`problem_fingerprint`).
+PROBLEM_COLUMN = "problem_fingerprint"
 
 
 def make_example(example: InverseExampleParams) -> tuple[pd.DataFrame, ...]:
@@ -63,25 +70,62 @@ def tune_lambda(problem: InverseProblem, inverse: InverseParams) -> tuple[pd.Dat
     curve = validation_curve(inverse.model.estimator_params(), problem.Z, problem.X_std, problem.lp, inverse.lambdas,
                              n_folds=inverse.tuning.n_folds, seed=inverse.tuning.seed,
                              feature_names=problem.feature_names)
+    curve[PROBLEM_COLUMN] = problem_fingerprint(problem)  # which problem the curve was scored on
     chosen = curve[curve["chosen"]].iloc[0]
+    if chosen["reproduced_share"] == 0:
+        which = "inverse.model.lam" if not inverse.tuned else "any lambda of inverse.tuning.lambdas"
+        raise DegenerateFitError(
+            f"no held-out decision is reproduced by {which} ({', '.join(f'{lam:g}' for lam in inverse.lambdas)}; "
+            f"{int(chosen['n_folds'])}-fold validation on {problem.n_samples} observations): such a model's decisions "
+            "are no better than arbitrary. A lambda far too large leaves Theta zero to round-off (try 1e-6 .. 100); "
+            "otherwise look at the rejection report and at whether the features explain the decisions")
     log.info("inverse: lambda %s = %.3g, %.1f%% of held-out decisions reproduced (%d-fold validation, %.1f s)",
              "chosen" if inverse.tuned else "fixed", chosen["lam"], 100 * chosen["reproduced_share"],
              int(chosen["n_folds"]), time.perf_counter() - started)
     return curve, validation_curve_figure(curve)
 
 
+def chosen_lambda(lambda_validation: pd.DataFrame, problem: InverseProblem, inverse: InverseParams) -> float:
+    """The lambda `lambda_validation` chose, refused when that curve was not scored on this
+    problem with these lambdas (a version saved by another run, e.g. with ``--from-nodes``
+    after a run with other parameters)."""
+    scored = getattr(lambda_validation, "columns", ())
+    if PROBLEM_COLUMN not in scored or "chosen" not in scored:
+        raise ValueError("lambda_validation does not say which problem it was scored on (saved by an older "
+                         "version): rerun the inverse pipeline from tune_lambda")
+    fingerprints = set(lambda_validation[PROBLEM_COLUMN])
+    current = problem_fingerprint(problem)
+    if fingerprints != {current}:
+        raise ValueError(f"lambda_validation was scored on another problem (fingerprint {sorted(fingerprints)}) than "
+                         f"this run's validated problem ({current}): it was saved by another run; rerun the "
+                         "inverse pipeline from tune_lambda")
+    lambdas = [float(lam) for lam in lambda_validation["lam"]]
+    if lambdas != inverse.lambdas:
+        raise ValueError(f"lambda_validation scored the lambdas {lambdas}, but this run's parameters ask for "
+                         f"{inverse.lambdas}: it was saved by a run with other parameters; rerun the inverse "
+                         "pipeline from tune_lambda")
+    return float(lambda_validation.loc[lambda_validation["chosen"], "lam"].iloc[0])
+
+
 def train_inverse_model(problem: InverseProblem, lambda_validation: pd.DataFrame, inverse: InverseParams) -> CostModel:
     """MOM from the observed decisions alone (basis or dual formulation) at the chosen lambda,
-    on standardized features; Theta in the user's units."""
-    lam = float(lambda_validation.loc[lambda_validation["chosen"], "lam"].iloc[0])
+    on standardized features; Theta in the user's units. The model keeps the validation curve
+    that chose its lambda (``lambda_validation_``; the lambda itself is ``model.lam``)."""
+    lam = chosen_lambda(lambda_validation, problem, inverse)
     model = MOM(**inverse.model.estimator_params(), lam=lam)
     started = time.perf_counter()
     fit_standardized(model, problem.Z, problem.X_std, problem.lp, basis=problem.basis,
                      feature_names=problem.feature_names, ids=problem.ids)
     log.info("inverse: MOM (%s formulation, lambda %.3g) fitted on %d observations in %.2f s", model.formulation,
              lam, problem.n_samples, time.perf_counter() - started)
+    largest = negligible_costs(model.coef_, problem.Z)  # Theta in the user's units: the costs as decided
+    if largest is not None:
+        raise DegenerateFitError(f"MOM at lambda {lam:g} has Theta zero to round-off (largest predicted cost "
+                                 f"{largest:.3g} on the training observations): its decisions would be arbitrary; "
+                                 "choose a smaller lambda (inverse.model.lam or inverse.tuning.lambdas)")
+    model.lambda_validation_ = lambda_validation.reset_index(drop=True)
     return record_fit(model, problem, add_intercept=inverse.add_intercept,
-                      all_columns=inverse.feature_columns is None)
+                      all_columns=inverse.feature_columns is None, outlier_threshold=inverse.outlier_threshold)
 
 
 def coefficients_table(model: CostModel, problem: InverseProblem) -> pd.DataFrame:

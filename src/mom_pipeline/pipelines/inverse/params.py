@@ -19,11 +19,26 @@ from pydantic import Field, StrictBool, StrictInt, field_validator, model_valida
 
 from mom_pipeline.experiments.spec import SpecError, StrictModel
 from mom_pipeline.inverse import make_example_dataset
+from mom_pipeline.inverse.tables import OUTLIER_THRESHOLD
 from mom_pipeline.methods.mom import FORMULATIONS
 from mom_pipeline.methods.mom_dual import threads_of
 from mom_pipeline.methods.mom_solve import SOLVERS
 
 PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+def auto_or_positive(value, name: str):
+    """A lambda parameter: "auto" or a positive number (one message instead of pydantic's
+    two, one per branch of the union)."""
+    if value == "auto":
+        return value
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not math.isfinite(number) or number <= 0:
+        raise SpecError(f"{name} must be 'auto' (chosen by validation) or a positive number; got {value!r}")
+    return number
 
 
 class InverseModelParams(StrictModel):
@@ -42,16 +57,7 @@ class InverseModelParams(StrictModel):
     @field_validator("lam", mode="before")
     @classmethod
     def _auto_or_positive(cls, value):
-        # one message instead of pydantic's two (one per branch of the union)
-        if value == "auto":
-            return value
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = float("nan")
-        if isinstance(value, bool) or not math.isfinite(number) or number <= 0:
-            raise SpecError(f"inverse.model.lam must be 'auto' (chosen by validation) or a positive number; got {value!r}")
-        return number
+        return auto_or_positive(value, f"{cls.where}.lam")
 
     @field_validator("n_jobs")
     @classmethod
@@ -87,6 +93,7 @@ class InverseParams(StrictModel):
     feature_columns: tuple[str, ...] | None = None
     decision_columns: tuple[str, ...] | None = None
     on_invalid: Literal["report", "raise"] = "report"
+    outlier_threshold: PositiveNumber | None = OUTLIER_THRESHOLD
     drop_implied: StrictBool = False
     model: InverseModelParams = InverseModelParams()
     tuning: InverseTuningParams = InverseTuningParams()
@@ -95,8 +102,9 @@ class InverseParams(StrictModel):
         """The keyword arguments of `validate_inverse_problem` (None: its default)."""
         options = dict(add_intercept=self.add_intercept, on_invalid=self.on_invalid, drop_implied=self.drop_implied,
                        feature_columns=self.feature_columns, decision_columns=self.decision_columns)
-        return {key: list(value) if isinstance(value, tuple) else value
-                for key, value in options.items() if value is not None}
+        options = {key: list(value) if isinstance(value, tuple) else value
+                   for key, value in options.items() if value is not None}
+        return {**options, "outlier_threshold": self.outlier_threshold}  # None: no check
 
     @property
     def lambdas(self) -> list[float]:

@@ -64,10 +64,9 @@ class RouteMOM(CostModel):
         if self.solver == "auto":
             with one_blas_thread():  # many small BLAS calls: spinning threads only slow them
                 result = solve_network_margin(data, self.lam)
-            Theta, potentials, flows = result.Theta, result.potentials, result.flows
-            certificate, rounds = result.certificate, result.rounds
-            info = dict(solver="network_working_set", rounds=rounds, working_rows=result.working_rows,
-                        history=result.history)
+            Theta, potentials, flows = result.solution
+            certificate, rounds = result.certificate, result.iterations
+            info = dict(result.info(), rounds=rounds, history=result.extra["history"])
         else:
             Theta, potentials, flows = solve_network_margin_cvxpy(data, self.lam)
             certificate = network_margin_certificate(Theta, potentials, flows, data, self.lam)

@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+
+from .result import SolverResult
 
 logger = logging.getLogger(__name__)
 
@@ -543,8 +545,12 @@ def solve_restricted_blocks(data: NetworkSamples, working: np.ndarray, lam: floa
     started = time.perf_counter()
     blocks = tree_blocks(data, working, orders, F)
     T, n = data.T, data.n
-    W, U, info = block_hinge_qp(blocks.M, blocks.N, data.Z, lam, 1.0 / T, threads=threads)
-    alpha = info["multipliers"]
+    try:
+        result = block_hinge_qp(blocks.M, blocks.N, data.Z, lam, 1.0 / T, threads=threads)
+    except RuntimeError:
+        # A stalled solve is solved again with every Newton solve refined to round-off.
+        result = block_hinge_qp(blocks.M, blocks.N, data.Z, lam, 1.0 / T, threads=threads, accurate=True)
+    (W, U), alpha = result.solution, result.extra["multipliers"]
     flows, S = np.zeros((T, n)), np.zeros((T, n))
     margins = np.concatenate([(blocks.M @ (data.Z @ W.T)[:, :, None])[..., 0] + (blocks.N @ U[:, :, None])[..., 0], U],
                              axis=1)
@@ -552,7 +558,7 @@ def solve_restricted_blocks(data: NetworkSamples, working: np.ndarray, lam: floa
     t_index, k_index = np.nonzero(arcs >= 0)
     flows[t_index, arcs[t_index, k_index]] = np.clip(alpha[t_index, k_index] * T, 0.0, 1.0)
     S[t_index, arcs[t_index, k_index]] = np.maximum(0.0, 1.0 - margins[t_index, k_index])
-    return RestrictedSolution(Theta=W, S=S, flows=flows, iterations=int(info["iterations"]), status="solved",
+    return RestrictedSolution(Theta=W, S=S, flows=flows, iterations=result.iterations, status=result.status,
                               seconds=time.perf_counter() - started)
 
 
@@ -607,18 +613,6 @@ def network_margin_certificate(Theta: np.ndarray, potentials: np.ndarray, flows:
                 stationarity=float(np.linalg.norm(Theta - Theta_dual) / max(1.0, np.linalg.norm(Theta))))
 
 
-@dataclass
-class NetworkMarginResult:
-    Theta: np.ndarray
-    potentials: np.ndarray
-    flows: np.ndarray
-    objective: float
-    certificate: dict
-    rounds: int
-    working_rows: int
-    history: list = field(default_factory=list)
-
-
 def initial_working_set(data: NetworkSamples) -> np.ndarray:
     """The rows that leave or enter their route: where every detour starts and ends."""
     on_route = np.zeros((data.T, data.n_nodes), dtype=bool)
@@ -646,11 +640,15 @@ def cost_basis(data: NetworkSamples) -> tuple[np.ndarray, bool]:
 
 def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, tol: float = VIOLATION_TOL,
                          max_rounds: int = MAX_ROUNDS, working: np.ndarray | None = None,
-                         threads: int = 1, method: str = "blocks", shrink: bool = True) -> NetworkMarginResult:
+                         threads: int = 1, method: str = "blocks", shrink: bool = True) -> SolverResult:
     """The exact MOM optimum on a network LP by the working set over arcs (module docstring).
 
     method: how each restricted QP is solved: "blocks" (the block interior-point method on
-    `tree_blocks`, in the cost basis of `cost_basis`) or "clarabel" (its sparse form)."""
+    `tree_blocks`, in the cost basis of `cost_basis`) or "clarabel" (its sparse form).
+
+    Returns a `SolverResult`: solution (Theta, potentials (T, nodes), row flows (T, n)), the
+    objective, iterations = working-set rounds, the certificate
+    (`network_margin_certificate`), extra: working_rows, history (one dict per round)."""
     if not (np.isfinite(lam) and lam > 0):
         raise ValueError(f"lam must be a positive finite number; got {lam}")
     if method not in RESTRICTED_METHODS:
@@ -659,12 +657,17 @@ def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, t
     working = initial_working_set(data) if working is None else (np.asarray(working, dtype=bool) & data.rows)
     basis, cycle_space = cost_basis(data) if method == "blocks" else (None, False)
     history = []
+    dropped = np.zeros_like(working)
     for round_ in range(1, max_rounds + 1):
+        restricted = None
         if method == "blocks":
-            restricted = solve_restricted_blocks(data, working, lam, orders, basis, threads)
-            if cycle_space:
-                restricted.Theta = basis @ restricted.Theta
-        else:
+            try:
+                restricted = solve_restricted_blocks(data, working, lam, orders, basis, threads)
+                if cycle_space:
+                    restricted.Theta = basis @ restricted.Theta
+            except RuntimeError as error:  # the block method stalled twice: Clarabel solves this round
+                logger.info("network MOM round %d: %s; the round goes to Clarabel", round_, error)
+        if restricted is None:
             restricted = solve_restricted(data, working, lam, threads)
         C = predicted_costs(restricted.Theta, data)
         fixed = route_potentials(C, data, orders)
@@ -683,13 +686,15 @@ def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, t
                                f"(samples {np.flatnonzero(~relaxation.feasible)[:5].tolist()})")
         if shrink:
             # Rows without flow and without slack do not bind the restricted optimum: dropping
-            # them leaves it optimal, and the next round's added rows raise its objective.
-            working = working & ((restricted.flows > SHRINK_FLOW) | (restricted.S > 0))
+            # them leaves it optimal. A row is dropped at most once (one that comes back stays),
+            # so the rounds cannot cycle.
+            idle = working & (restricted.flows <= SHRINK_FLOW) & (restricted.S <= 0) & ~dropped
+            working, dropped = working & ~idle, dropped | idle
         working = working | relaxation.add
     else:
         raise RuntimeError(f"network MOM: not optimal after {max_rounds} working-set rounds")
     potentials = feasible_potentials(C, restricted.S, data, fixed, relaxation.potentials)
     certificate = network_margin_certificate(restricted.Theta, potentials, restricted.flows, data, lam, orders)
-    return NetworkMarginResult(Theta=restricted.Theta, potentials=potentials, flows=restricted.flows,
-                               objective=certificate["objective"], certificate=certificate, rounds=round_,
-                               working_rows=int(working.sum()), history=history)
+    return SolverResult((restricted.Theta, potentials, restricted.flows), objective=certificate["objective"],
+                        iterations=round_, status="optimal", path=f"network_working_set_{method}",
+                        certificate=certificate, extra=dict(working_rows=int(working.sum()), history=history))

@@ -111,7 +111,7 @@ def test_normalized_features_reach_one(contexts):
 def test_names_and_errors(contexts, trial):
     train, _ = contexts
     assert KernelMOM.needs_costs is False
-    with pytest.raises(ValueError, match="unknown kernel"):
+    with pytest.raises(ValueError, match="'kernel' parameter of KernelFeatures must be a str among"):
         KernelFeatures(kernel="sigmoid").fit(train)
     with pytest.raises(ValueError, match="rbf_norm"):
         KernelFeatures(kernel="rbf", rbf_norm="cubed").fit(train)

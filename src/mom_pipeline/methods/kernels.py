@@ -192,6 +192,8 @@ class KernelMOM(CostModel):
         problems go to `MOM.fit_many` together (one regularization path over lam). Every
         model ends at the exact optimum its own `fit` finds.
         """
+        for model in models:  # every model checked before any is fitted
+            model.validate_hyperparameters()
         Z = check_features(Z)
         groups: dict[tuple, list] = {}
         for model in models:

@@ -110,7 +110,7 @@ def test_failed_grid_cells_are_logged_and_counted(caplog):
     trained = train_trial(spec, trials[0], solutions[0])
     with caplog.at_level("WARNING"):
         log_failed_cells(spec, 0, 0, trained)
-    assert "KRR grid cell {'gamma': 0.0} failed" in caplog.text and "gamma must be positive" in caplog.text
+    assert "KRR grid cell {'gamma': 0.0} failed" in caplog.text and "'gamma' parameter of KernelRidgeCost must be" in caplog.text
     (row,) = hyperparameter_rows(spec, 0, 2, 0, trained)
     assert row["grid_cells"] == 2 and row["failed_cells"] == 1 and row["params"] == "gamma=1"
 

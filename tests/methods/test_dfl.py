@@ -123,11 +123,11 @@ def test_deterministic_given_random_state(path_trial):
 
 def test_bad_inputs_are_named(path_trial):
     lp, Z, C = path_trial.lp, path_trial.train.Z, path_trial.train.C
-    with pytest.raises(ValueError, match="sigma must be > 0"):
+    with pytest.raises(ValueError, match="'sigma' parameter of PFYL must be a float in the range"):
         PFYL(sigma=0.0).fit(Z, lp=lp, C=C)
-    with pytest.raises(ValueError, match="lam_interp must be > 0"):
+    with pytest.raises(ValueError, match="'lam_interp' parameter of DBB must be"):
         DBB(lam_interp=-1.0).fit(Z, lp=lp, C=C)
-    with pytest.raises(ValueError, match="n_epochs must be >= 1"):
+    with pytest.raises(ValueError, match="'n_epochs' parameter of DBB must be an int in the range"):
         DBB(n_epochs=0).fit(Z, lp=lp, C=C)
     bad = C.copy()
     bad[3, 1] = np.inf

@@ -111,7 +111,7 @@ def test_normalized_features_reach_one(contexts):
 def test_names_and_errors(contexts, trial):
     train, _ = contexts
     assert KernelMOM.needs_costs is False
-    with pytest.raises(ValueError, match="unknown kernel"):
+    with pytest.raises(ValueError, match="'kernel' parameter of KernelFeatures must be a str among"):
         KernelFeatures(kernel="sigmoid").fit(train)
     with pytest.raises(ValueError, match="rbf_norm"):
         KernelFeatures(kernel="rbf", rbf_norm="cubed").fit(train)
@@ -121,6 +121,9 @@ def test_names_and_errors(contexts, trial):
         KernelFeatures(n_components=len(train) + 1).fit(train)
     with pytest.raises(ValueError, match="features"):
         KernelFeatures().fit(train).transform(train[:, :-1])
+    with pytest.raises(ValueError, match="'lam' parameter of KernelMOM must be"):  # a grid names its own estimator
+        KernelMOM.fit_many([KernelMOM(lam=1.0), KernelMOM(lam=-1.0)], train, np.zeros((len(train), 3)),
+                           A=np.ones((1, 3)), b=np.ones(1))
     trial, X = trial
     with pytest.raises(ValueError, match="lam"):
         KernelMOM(lam=-1.0).fit(trial.train.Z, X, lp=trial.lp)

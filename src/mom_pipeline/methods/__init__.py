@@ -1,8 +1,9 @@
 """Methods: MOM (offline, kernelized, online) and the predict-then-optimize baselines.
 
 Every method is a scikit-learn-style estimator (`CostModel`): hyperparameters in
-``__init__``, learned state with a trailing underscore, ``fit`` returns self,
-``predict_cost(Z)`` gives costs and ``decide(Z, lp)`` solves the LPs with them.
+``__init__`` (their constraints in ``_parameter_constraints``, checked when ``fit`` starts),
+learned state with a trailing underscore, ``fit`` returns self, ``predict_cost(Z)`` (or
+``predict(Z)``, scikit-learn's name) gives costs and ``decide(Z, lp)`` solves the LPs with them.
 
 Training needs only the observed optimal solutions X* (inverse LP works) for
 MOM, KernelMOM, OnlineMOM, Perceptron, FTRLMOM and SuboptimalityOGD; it needs the true

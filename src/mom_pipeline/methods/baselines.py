@@ -26,7 +26,9 @@ from sklearn.linear_model import LinearRegression
 from sklearn.linear_model import Ridge as SkRidge
 
 from ..lp import StandardFormLP
-from .base import CostModel, LinearCostModel, NotFittedError, estimator_hyperparameters, check_features, check_samples, resolve_lp
+from .base import (NON_NEGATIVE, POSITIVE, POSITIVE_INT, CostModel, LinearCostModel, NotFittedError, check_features,
+                   check_samples, estimator_hyperparameters, resolve_lp)
+from .kernels import KERNEL_CONSTRAINTS
 
 KERNELS = ("poly", "rbf")
 
@@ -143,22 +145,13 @@ class KernelRidgeCost(_RegressionBaseline):
     ignored by the RBF kernel, ``rbf_norm`` by the polynomial one.
     """
 
+    _parameter_constraints: ClassVar[dict] = {**KERNEL_CONSTRAINTS, "lam": [POSITIVE]}
+
     kernel: str = "poly"
     lam: float = 1.0
     degree: int = 2
     gamma: float = 1.0
     rbf_norm: str = "squared"
-
-    def _check_params(self) -> None:
-        from .kernels import check_rbf_norm  # the kernels' conventions, shared with KernelMOM
-
-        if self.kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {KERNELS}; got {self.kernel!r}")
-        check_rbf_norm(self.rbf_norm)
-        if not self.gamma > 0:
-            raise ValueError(f"gamma must be positive; got {self.gamma}")
-        if not (np.isfinite(self.lam) and self.lam > 0):
-            raise ValueError(f"lam must be a positive finite number; got {self.lam}")
 
     def _kernel(self, X, Y) -> np.ndarray:
         from .kernels import kernel_matrix  # the paper's kernel conventions, shared with KernelMOM
@@ -181,7 +174,7 @@ class KernelRidgeCost(_RegressionBaseline):
         Z = check_features(Z)
         groups: dict[tuple, list] = {}
         for model in models:
-            model._check_params()
+            model.validate_hyperparameters()
             degree = int(model.degree) if model.kernel == "poly" else None
             norm = model.rbf_norm if model.kernel == "rbf" else None
             groups.setdefault((model.kernel, degree, float(model.gamma), norm), []).append(model)
@@ -256,6 +249,10 @@ class SPOPlus(LinearCostModel):
     """
 
     needs_costs: ClassVar[bool] = True
+    # n_steps counts when n_epochs is None; both must be positive counts.
+    _parameter_constraints: ClassVar[dict] = {"lam": [NON_NEGATIVE], "step_size": [POSITIVE],
+                                              "batch_size": [POSITIVE_INT], "n_steps": [POSITIVE_INT],
+                                              "n_epochs": [None, POSITIVE_INT]}
 
     lam: float = 1e-3
     step_size: float = 0.1
@@ -275,16 +272,6 @@ class SPOPlus(LinearCostModel):
             order = rng.permutation(n_samples)
             for start in range(0, n_samples, size):
                 yield order[start:start + size]
-
-    def _check_hyperparameters(self) -> None:
-        if int(self.batch_size) < 1:
-            raise ValueError(f"batch_size must be >= 1; got {self.batch_size}")
-        if self.n_epochs is None and int(self.n_steps) < 1:
-            raise ValueError(f"n_steps must be >= 1; got {self.n_steps}")
-        if self.n_epochs is not None and int(self.n_epochs) < 1:
-            raise ValueError(f"n_epochs must be >= 1 or None; got {self.n_epochs}")
-        if not self.step_size > 0 or self.lam < 0:
-            raise ValueError(f"step_size must be > 0 and lam >= 0; got {self.step_size}, {self.lam}")
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
         """Fit on features Z (T, d), true costs C (T, n) and the LPs (lp or A, b); returns self."""
@@ -311,7 +298,7 @@ class SPOPlus(LinearCostModel):
 def _fit_spo_plus(models: list[SPOPlus], Z, X_star, lp: StandardFormLP, C) -> None:
     """Validate the inputs once and fit `models` (see `SPOPlus.fit_many`)."""
     for model in models:
-        model._check_hyperparameters()
+        model.validate_hyperparameters()
     Z = check_features(Z)
     T = Z.shape[0]
     C = models[0]._require_costs(C, T, lp.n) if models else C

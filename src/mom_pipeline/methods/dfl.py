@@ -28,7 +28,8 @@ import numpy as np
 
 from ..blas_threads import one_blas_thread
 from ..lp import StandardFormLP
-from .base import LinearCostModel, check_features, check_samples, estimator_hyperparameters, resolve_lp
+from .base import (NON_NEGATIVE, POSITIVE, POSITIVE_INT, LinearCostModel, check_features, check_samples,
+                   estimator_hyperparameters, resolve_lp)
 
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
@@ -82,19 +83,14 @@ class _DecisionFocusedModel(LinearCostModel):
     """Shared training loop and hyperparameters of `PFYL` and `DBB`: subclasses give `_stacked_loss`."""
 
     needs_costs: ClassVar[bool] = True
+    _parameter_constraints: ClassVar[dict] = {"step_size": [POSITIVE], "lam": [NON_NEGATIVE],
+                                              "batch_size": [POSITIVE_INT], "n_epochs": [POSITIVE_INT]}
     step_size: float = 0.01
     lam: float = 0.0
     batch_size: int = 32
     n_epochs: int = 10
     random_state: int = 0
 
-    def _check_hyperparameters(self) -> None:
-        if int(self.batch_size) < 1 or int(self.n_epochs) < 1:
-            raise ValueError(f"{type(self).__name__}: batch_size and n_epochs must be >= 1; "
-                             f"got {self.batch_size}, {self.n_epochs}")
-        if not self.step_size > 0 or not self.lam >= 0:
-            raise ValueError(f"{type(self).__name__}: step_size must be > 0 and lam >= 0; "
-                             f"got {self.step_size}, {self.lam}")
 
     @staticmethod
     def _stacked_loss(models, C_hat, C, X_star, lp, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -122,7 +118,7 @@ class _DecisionFocusedModel(LinearCostModel):
         `fit` would (the oracles solve row by row and the noise is drawn per group).
         """
         for model in models:
-            model._check_hyperparameters()
+            model.validate_hyperparameters()
         Z = check_features(Z)
         T = Z.shape[0]
         if not models:
@@ -192,13 +188,11 @@ class PFYL(_DecisionFocusedModel):
         n_steps_: the number of Adam steps (one batched oracle call each).
     """
 
+    _parameter_constraints: ClassVar[dict] = {**_DecisionFocusedModel._parameter_constraints,
+                                              "sigma": [POSITIVE], "n_perturbations": [POSITIVE_INT]}
+
     sigma: float = 1.0
     n_perturbations: int = 10
-
-    def _check_hyperparameters(self) -> None:
-        super()._check_hyperparameters()
-        if not self.sigma > 0 or int(self.n_perturbations) < 1:
-            raise ValueError(f"PFYL: sigma must be > 0 and n_perturbations >= 1; got {self.sigma}, {self.n_perturbations}")
 
     def _group_key(self) -> tuple:
         return super()._group_key() + (int(self.n_perturbations),)
@@ -223,12 +217,9 @@ class DBB(_DecisionFocusedModel):
         n_steps_: the number of Adam steps (two batched oracle calls each).
     """
 
-    lam_interp: float = 10.0
+    _parameter_constraints: ClassVar[dict] = {**_DecisionFocusedModel._parameter_constraints, "lam_interp": [POSITIVE]}
 
-    def _check_hyperparameters(self) -> None:
-        super()._check_hyperparameters()
-        if not self.lam_interp > 0:
-            raise ValueError(f"DBB: lam_interp must be > 0; got {self.lam_interp}")
+    lam_interp: float = 10.0
 
     @staticmethod
     def _stacked_loss(models, C_hat, C, X_star, lp, rng):

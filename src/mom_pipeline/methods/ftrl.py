@@ -4,9 +4,12 @@ records)."""
 
 from __future__ import annotations
 
+from numbers import Integral
+from typing import ClassVar
+
 import numpy as np
 
-from .base import estimator_hyperparameters
+from .base import POSITIVE, POSITIVE_INT, Interval, StrOptions, estimator_hyperparameters
 from .mom_solve import solve_hinge_qp, solve_mom
 from .online import _IteratePath, _OnlinePass
 
@@ -45,6 +48,11 @@ class FTRLMOM(_OnlinePass):
     ``lambdas_`` (T,) lam_t, ``solve_info_`` (list of the solver's info dicts, one per refit).
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "refit_every": [POSITIVE_INT], "dense_steps": [Interval(Integral, 0, None, closed="left")],
+        "solver": [StrOptions({"fast", "cvxpy"})], "max_lambda": [None, POSITIVE], "radius": [None, POSITIVE],
+        "warm_band": [POSITIVE]}
+
     refit_every: int = 1
     dense_steps: int = 100
     warm_start: bool = True
@@ -54,18 +62,6 @@ class FTRLMOM(_OnlinePass):
     warm_band: float = 0.02
     use_average: bool = False
     progress: bool = False
-
-    def _check(self) -> None:
-        if int(self.refit_every) != self.refit_every or self.refit_every < 1:
-            raise ValueError(f"refit_every must be a positive integer; got {self.refit_every!r}")
-        if int(self.dense_steps) != self.dense_steps or self.dense_steps < 0:
-            raise ValueError(f"dense_steps must be a non-negative integer; got {self.dense_steps!r}")
-        if self.solver not in ("fast", "cvxpy"):
-            raise ValueError(f"solver must be 'fast' or 'cvxpy'; got {self.solver!r}")
-        if self.max_lambda is not None and not self.max_lambda > 0:
-            raise ValueError(f"max_lambda must be positive or None; got {self.max_lambda!r}")
-        if not self.warm_band > 0:
-            raise ValueError(f"warm_band must be positive; got {self.warm_band!r}")
 
     def lambdas(self, n_steps: int) -> np.ndarray:
         """(n_steps,) lam_t = 1/sqrt(t), t = 1..T, capped at max_lambda."""
@@ -80,7 +76,6 @@ class FTRLMOM(_OnlinePass):
         return refit
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None, regret_scale: str = "l2"):
-        self._check()
         Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C, regret_scale)
         T, d = Z.shape
         lambdas = self.lambdas(T)

@@ -25,6 +25,8 @@ times the squared scale (a reparametrization of the tuning grid, not another mod
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.kernel_approximation import Nystroem
@@ -32,13 +34,18 @@ from sklearn.metrics.pairwise import euclidean_distances, polynomial_kernel, rbf
 
 from ..blas_threads import one_blas_thread
 from ..lp import StandardFormLP
-from .base import CostModel, NotFittedError, check_features, estimator_hyperparameters
+from .base import (POSITIVE, POSITIVE_INT, CostModel, NotFittedError, StrOptions, check_features,
+                   estimator_hyperparameters)
 from .mom import MOM
 from .mom_problem import operators_of_bases, optimality_margins, singular_values_and_rows
 
 KERNELS = ("poly", "rbf")
 RBF_NORMS = ("squared", "unsquared")
 FEATURE_MAPS = ("landmarks", "nystroem")
+#: The kernel's hyperparameters (`methods.base`'s declarative constraints), shared by the kernel
+#: features, KernelMOM and the kernel ridge baseline. degree is read by the polynomial kernel only.
+KERNEL_CONSTRAINTS = {"kernel": [StrOptions(set(KERNELS))], "degree": [POSITIVE_INT], "gamma": [POSITIVE],
+                      "rbf_norm": [StrOptions(set(RBF_NORMS))]}
 
 
 def check_rbf_norm(rbf_norm: str) -> None:
@@ -76,6 +83,9 @@ class KernelFeatures(TransformerMixin, BaseEstimator):
     n_features_out_ = T_train, or n_components when set.
     """
 
+    _parameter_constraints: ClassVar[dict] = {**KERNEL_CONSTRAINTS, "n_components": [None, POSITIVE_INT],
+                                              "feature_map": [StrOptions(set(FEATURE_MAPS))]}
+
     kernel: str = "poly"
     degree: int = 2
     gamma: float = 1.0
@@ -84,19 +94,6 @@ class KernelFeatures(TransformerMixin, BaseEstimator):
     rbf_norm: str = "squared"
     feature_map: str = "landmarks"
     normalize: bool = True
-
-    def _check_params(self) -> None:
-        if self.kernel not in KERNELS:
-            raise ValueError(f"unknown kernel {self.kernel!r}; choose one of {KERNELS}")
-        check_rbf_norm(self.rbf_norm)
-        if self.feature_map not in FEATURE_MAPS:
-            raise ValueError(f"unknown feature_map {self.feature_map!r}; choose one of {FEATURE_MAPS}")
-        if not (np.isfinite(self.gamma) and self.gamma > 0):
-            raise ValueError(f"gamma must be positive; got {self.gamma}")
-        if self.kernel == "poly" and (int(self.degree) != self.degree or self.degree < 1):
-            raise ValueError(f"degree must be a positive integer; got {self.degree}")
-        if self.n_components is not None and (int(self.n_components) != self.n_components or self.n_components < 1):
-            raise ValueError(f"n_components must be None or a positive integer; got {self.n_components}")
 
     def _kernel(self, X, Y) -> np.ndarray:
         return kernel_matrix(X, Y, self.kernel, int(self.degree), self.gamma, self.rbf_norm)
@@ -113,7 +110,6 @@ class KernelFeatures(TransformerMixin, BaseEstimator):
 
     def fit(self, Z, y=None):
         """Store the reference contexts Z (T, d) (all of them, or Nystroem's landmarks)."""
-        self._check_params()
         Z = check_features(Z)
         if self.n_components is None:
             self.reference_ = Z.copy()
@@ -155,6 +151,7 @@ class KernelMOM(CostModel):
     """
 
     needs_costs = False
+    _parameter_constraints: ClassVar[dict] = {**KernelFeatures._parameter_constraints, **MOM._parameter_constraints}
     # A tuning grid's chosen cell is refitted along the grid's lam path (`tuning._refit`):
     # fit_many warm-starts each lam from the previous one, where a cold fit is many times slower.
     # The path inserts its own intermediate lam values 10^0.5 apart (`policy.PATH_MAX_RATIO`).
@@ -195,6 +192,8 @@ class KernelMOM(CostModel):
         problems go to `MOM.fit_many` together (one regularization path over lam). Every
         model ends at the exact optimum its own `fit` finds.
         """
+        for model in models:  # every model checked before any is fitted
+            model.validate_hyperparameters()
         Z = check_features(Z)
         groups: dict[tuple, list] = {}
         for model in models:

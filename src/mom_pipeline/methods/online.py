@@ -43,7 +43,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..lp import StandardFormLP, reduced_cost_operator
-from .base import LinearCostModel, check_features, estimator_hyperparameters, resolve_lp
+from .base import POSITIVE, LinearCostModel, StrOptions, check_features, estimator_hyperparameters, resolve_lp
 
 STEP_SCHEDULES = ("constant", "decreasing")
 REGRET_SCALES = ("l2", "objective")
@@ -168,9 +168,7 @@ class _OnlinePass(LinearCostModel):
     def _check_pass_hyperparameters(self, regret_scale: str) -> None:
         if regret_scale not in REGRET_SCALES:
             raise ValueError(f"regret_scale must be one of {REGRET_SCALES}; got {regret_scale!r}")
-        radius = getattr(self, "radius", None)
-        if radius is not None and not (np.isfinite(radius) and radius > 0):
-            raise ValueError(f"radius must be a positive number or None; got {radius!r}")
+        self.validate_hyperparameters()  # what `fit` checks first; fit_many's models are checked here
 
     def _progress(self, n_steps: int):
         return tqdm(range(n_steps), desc=type(self).__name__, disable=not getattr(self, "progress", False))
@@ -223,6 +221,9 @@ class OnlineMOM(_OnlinePass):
         use_average: predict with the mean of Theta_1..Theta_{T+1} instead of the last iterate.
         progress: show a tqdm progress bar.
     """
+
+    _parameter_constraints: ClassVar[dict] = {"step_size": [POSITIVE], "radius": [None, POSITIVE],
+                                              "step_schedule": [StrOptions(set(STEP_SCHEDULES))]}
 
     step_size: float = 0.1
     radius: float | None = None
@@ -355,6 +356,9 @@ class SuboptimalityOGD(_OnlinePass):
         use_average, progress: as in `OnlineMOM`.
     """
 
+    _parameter_constraints: ClassVar[dict] = {**OnlineMOM._parameter_constraints, "init": [StrOptions(set(INITS))],
+                                              "init_scale": [POSITIVE]}
+
     step_size: float = 0.1
     radius: float | None = None
     step_schedule: str = "constant"
@@ -369,12 +373,8 @@ class SuboptimalityOGD(_OnlinePass):
         can tell apart (`decision_irrelevant_costs`): those change no decision and no update
         touches them (x*_t - x_t lies in null(A_t)), so a random component there would stay
         forever and hide the collapse of the part that matters."""
-        if self.init not in INITS:
-            raise ValueError(f"init must be one of {INITS}; got {self.init!r}")
         if self.init == "zero":
             return np.zeros((lp.n, d))
-        if not self.init_scale > 0:
-            raise ValueError(f"init_scale must be positive; got {self.init_scale!r}")
         theta = np.random.default_rng(self.random_state).standard_normal((lp.n, d))
         irrelevant = decision_irrelevant_costs(lp.A)
         theta = theta - irrelevant.T @ (irrelevant @ theta)

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..solvers.network_margin import (NetworkSamples, incidence_matrix, network_margin_certificate, network_samples,
                                       predicted_costs, route_order, solve_network_margin)
+from ..blas_threads import one_blas_thread
 from .base import CostModel, NotFittedError, check_features, estimator_hyperparameters
 
 ROUTE_SOLVERS = ("auto", "cvxpy")
@@ -61,11 +62,11 @@ class RouteMOM(CostModel):
         data = network_samples(tails, heads, n_nodes, X, Z, arc_features, usable)
         started = time.perf_counter()
         if self.solver == "auto":
-            result = solve_network_margin(data, self.lam)
-            Theta, potentials, flows = result.Theta, result.potentials, result.flows
-            certificate, rounds = result.certificate, result.rounds
-            info = dict(solver="network_working_set", rounds=rounds, working_rows=result.working_rows,
-                        history=result.history)
+            with one_blas_thread():  # many small BLAS calls: spinning threads only slow them
+                result = solve_network_margin(data, self.lam)
+            Theta, potentials, flows = result.solution
+            certificate, rounds = result.certificate, result.iterations
+            info = dict(result.info(), rounds=rounds, history=result.extra["history"])
         else:
             Theta, potentials, flows = solve_network_margin_cvxpy(data, self.lam)
             certificate = network_margin_certificate(Theta, potentials, flows, data, self.lam)

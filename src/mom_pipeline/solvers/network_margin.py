@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+
+from .result import SolverResult
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +52,9 @@ VIOLATION_TOL = 1e-9
 #: The certificate's default bound on the relative duality gap.
 GAP_TOL = 1e-6
 MAX_ROUNDS = 50
+#: A working row whose flow (multiplier times T, in [0, 1]) is below this and whose slack is 0
+#: leaves the working set after its round (`solve_network_margin(shrink=True)`).
+SHRINK_FLOW = 1e-6
 
 
 @dataclass(frozen=True)
@@ -107,7 +112,7 @@ def network_samples(tails, heads, n_nodes: int, routes, Z, F=None, usable=None) 
         raise ValueError(f"sample {bad[0]}: its route uses an arc marked unusable")
     incidence = incidence_matrix(tails, heads, n_nodes)
     balance = np.asarray(incidence @ routes.T.astype(float)).T  # (T, nodes): out - in
-    out_degree = np.asarray(_outincidence_matrix(tails, n_nodes) @ routes.T.astype(float)).T
+    out_degree = np.asarray(_out_degree_matrix(tails, n_nodes) @ routes.T.astype(float)).T
     origins, destinations = balance.argmax(axis=1), balance.argmin(axis=1)
     T = routes.shape[0]
     simple = ((balance[np.arange(T), origins] == 1) & (balance[np.arange(T), destinations] == -1)
@@ -129,7 +134,7 @@ def incidence_matrix(tails, heads, n_nodes: int) -> sp.csr_matrix:
                          shape=(n_nodes, n))
 
 
-def _outincidence_matrix(tails, n_nodes: int) -> sp.csr_matrix:
+def _out_degree_matrix(tails, n_nodes: int) -> sp.csr_matrix:
     return sp.csr_matrix((np.ones(tails.size), (tails, np.arange(tails.size))), shape=(n_nodes, tails.size))
 
 
@@ -436,6 +441,128 @@ def _grounded_nodes(data: NetworkSamples, touched, rt, ra, wt, wa) -> np.ndarray
 
 
 # ---------------------------------------------------------------------------------------------
+# The restricted QP as a block hinge QP (solvers.block_hinge_ipm)
+
+
+@dataclass
+class TreeBlocks:
+    """The restricted QP in the block method's form. Per sample, the free potentials are
+    replaced by the reduced costs of a spanning forest of the working arcs rooted at the route
+    (or at one grounded node of a component that does not reach it): those are the local values
+    u_t with their own hinge; every other working row is coupled, m_tk'(Theta z_t) + n_tk'u_t,
+    with m_tk in the arc features' space (F' times the arc's reduced-cost operator)."""
+
+    M: np.ndarray                 # (T, K, q) coupled rows on Theta z_t
+    N: np.ndarray                 # (T, K, Q) coupled rows on the local values
+    coupled_arcs: np.ndarray      # (T, K) arc of each coupled row, -1 for padding
+    local_arcs: np.ndarray        # (T, Q) tree arc of each local value, -1 for padding
+    walks: list                   # per sample: (node, parent, arc, slot, node_is_tail) in tree order
+
+
+def tree_blocks(data: NetworkSamples, working: np.ndarray, orders: list[np.ndarray], F: np.ndarray) -> TreeBlocks:
+    """`TreeBlocks` of the working set (F: (n, q), the arc features the costs are built on)."""
+    T, q = data.T, F.shape[1]
+    per_sample = []
+    for t in range(T):
+        order = orders[t]
+        g = {}  # node -> coefficient of Theta z_t in its potential (q,)
+        to_go = np.cumsum(F[order][::-1], axis=0)[::-1]
+        for k, arc in enumerate(order):
+            g[int(data.tails[arc])] = to_go[k]
+        g[int(data.destinations[t])] = np.zeros(q)
+        route_nodes = set(g)
+        arcs = np.flatnonzero(working[t])
+        adjacency: dict[int, list[int]] = {}
+        for arc in arcs:
+            adjacency.setdefault(int(data.tails[arc]), []).append(int(arc))
+            adjacency.setdefault(int(data.heads[arc]), []).append(int(arc))
+        h = {v: {} for v in route_nodes}  # node -> {slot: coefficient} of the local values
+        walk, tree = [], set()
+        frontier = sorted(v for v in route_nodes if v in adjacency)
+        pending = sorted(v for v in adjacency if v not in route_nodes)
+        while True:
+            while frontier:
+                nxt = []
+                for parent in frontier:
+                    for arc in adjacency.get(parent, ()):
+                        tail, head = int(data.tails[arc]), int(data.heads[arc])
+                        child = head if tail == parent else tail
+                        if child in g:
+                            continue
+                        slot = len(walk)
+                        is_tail = child == tail
+                        # r_arc = c_arc - y_tail + y_head = u_slot gives the child's potential.
+                        g[child] = g[parent] + F[arc] if is_tail else g[parent] - F[arc]
+                        h[child] = dict(h[parent])
+                        h[child][slot] = h[child].get(slot, 0.0) + (-1.0 if is_tail else 1.0)
+                        walk.append((child, parent, arc, slot, is_tail))
+                        tree.add(arc)
+                        nxt.append(child)
+                frontier = nxt
+            pending = [v for v in pending if v not in g]
+            if not pending:
+                break
+            root = pending[0]  # a component that does not reach the route: grounded at 0
+            g[root], h[root] = np.zeros(q), {}
+            walk.append((root, -1, -1, -1, False))
+            frontier = [root]
+        coupled = [int(a) for a in arcs if int(a) not in tree]
+        rows_m = [F[a] - g[int(data.tails[a])] + g[int(data.heads[a])] for a in coupled]
+        rows_n = []
+        for a in coupled:
+            entry = {}
+            for node, sign in ((int(data.tails[a]), -1.0), (int(data.heads[a]), 1.0)):
+                for slot, value in h[node].items():
+                    entry[slot] = entry.get(slot, 0.0) + sign * value
+            rows_n.append(entry)
+        locals_ = [(slot, arc) for (_, _, arc, slot, _) in walk if arc >= 0]
+        per_sample.append((coupled, rows_m, rows_n, locals_, walk))
+    K = max(1, max(len(s[0]) for s in per_sample))
+    Q = max(1, max(len(s[3]) for s in per_sample))
+    M, N = np.zeros((T, K, q)), np.zeros((T, K, Q))
+    coupled_arcs, local_arcs = np.full((T, K), -1), np.full((T, Q), -1)
+    walks = []
+    for t, (coupled, rows_m, rows_n, locals_, walk) in enumerate(per_sample):
+        # Local values are numbered in walk order; walk slots skip grounded roots.
+        renumber = {slot: i for i, (slot, _) in enumerate(locals_)}
+        for k, (arc, m_row, n_row) in enumerate(zip(coupled, rows_m, rows_n)):
+            M[t, k] = m_row
+            coupled_arcs[t, k] = arc
+            for slot, value in n_row.items():
+                N[t, k, renumber[slot]] = value
+        for slot, arc in locals_:
+            local_arcs[t, renumber[slot]] = arc
+        walks.append([(node, parent, arc, renumber.get(slot, -1), is_tail) for node, parent, arc, slot, is_tail in walk])
+    return TreeBlocks(M, N, coupled_arcs, local_arcs, walks)
+
+
+def solve_restricted_blocks(data: NetworkSamples, working: np.ndarray, lam: float, orders: list[np.ndarray],
+                            F: np.ndarray, threads: int = 1) -> RestrictedSolution:
+    """The restricted QP by the block interior-point method on `tree_blocks`; Theta on F's
+    space (q, d), slacks and flows on the working rows as `solve_restricted`."""
+    from .block_hinge_ipm import block_hinge_qp
+
+    started = time.perf_counter()
+    blocks = tree_blocks(data, working, orders, F)
+    T, n = data.T, data.n
+    try:
+        result = block_hinge_qp(blocks.M, blocks.N, data.Z, lam, 1.0 / T, threads=threads)
+    except RuntimeError:
+        # A stalled solve is solved again with every Newton solve refined to round-off.
+        result = block_hinge_qp(blocks.M, blocks.N, data.Z, lam, 1.0 / T, threads=threads, accurate=True)
+    (W, U), alpha = result.solution, result.extra["multipliers"]
+    flows, S = np.zeros((T, n)), np.zeros((T, n))
+    margins = np.concatenate([(blocks.M @ (data.Z @ W.T)[:, :, None])[..., 0] + (blocks.N @ U[:, :, None])[..., 0], U],
+                             axis=1)
+    arcs = np.concatenate([blocks.coupled_arcs, blocks.local_arcs], axis=1)
+    t_index, k_index = np.nonzero(arcs >= 0)
+    flows[t_index, arcs[t_index, k_index]] = np.clip(alpha[t_index, k_index] * T, 0.0, 1.0)
+    S[t_index, arcs[t_index, k_index]] = np.maximum(0.0, 1.0 - margins[t_index, k_index])
+    return RestrictedSolution(Theta=W, S=S, flows=flows, iterations=result.iterations, status=result.status,
+                              seconds=time.perf_counter() - started)
+
+
+# ---------------------------------------------------------------------------------------------
 # Certificate and the working-set loop
 
 
@@ -486,18 +613,6 @@ def network_margin_certificate(Theta: np.ndarray, potentials: np.ndarray, flows:
                 stationarity=float(np.linalg.norm(Theta - Theta_dual) / max(1.0, np.linalg.norm(Theta))))
 
 
-@dataclass
-class NetworkMarginResult:
-    Theta: np.ndarray
-    potentials: np.ndarray
-    flows: np.ndarray
-    objective: float
-    certificate: dict
-    rounds: int
-    working_rows: int
-    history: list = field(default_factory=list)
-
-
 def initial_working_set(data: NetworkSamples) -> np.ndarray:
     """The rows that leave or enter their route: where every detour starts and ends."""
     on_route = np.zeros((data.T, data.n_nodes), dtype=bool)
@@ -507,17 +622,53 @@ def initial_working_set(data: NetworkSamples) -> np.ndarray:
     return data.rows & (on_route[:, data.tails] | on_route[:, data.heads])
 
 
+RESTRICTED_METHODS = ("blocks", "clarabel")
+
+
+def cost_basis(data: NetworkSamples) -> tuple[np.ndarray, bool]:
+    """(the arc features the restricted QP works on, whether they are the per-arc model's
+    cycle space). Per-arc model: an orthonormal basis U of the incidence matrix's null space
+    (reduced costs do not see c + A'y, and the regularizer is smallest with no part of Theta
+    outside U: Theta = U W, n - rank(A) of n arcs); shared model: its arc features."""
+    if data.F is not None:
+        return data.F, False
+    import scipy.linalg
+
+    A = incidence_matrix(data.tails, data.heads, data.n_nodes).toarray()
+    return scipy.linalg.null_space(A), True
+
+
 def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, tol: float = VIOLATION_TOL,
                          max_rounds: int = MAX_ROUNDS, working: np.ndarray | None = None,
-                         threads: int = 1) -> NetworkMarginResult:
-    """The exact MOM optimum on a network LP by the working set over arcs (module docstring)."""
+                         threads: int = 1, method: str = "blocks", shrink: bool = True) -> SolverResult:
+    """The exact MOM optimum on a network LP by the working set over arcs (module docstring).
+
+    method: how each restricted QP is solved: "blocks" (the block interior-point method on
+    `tree_blocks`, in the cost basis of `cost_basis`) or "clarabel" (its sparse form).
+
+    Returns a `SolverResult`: solution (Theta, potentials (T, nodes), row flows (T, n)), the
+    objective, iterations = working-set rounds, the certificate
+    (`network_margin_certificate`), extra: working_rows, history (one dict per round)."""
     if not (np.isfinite(lam) and lam > 0):
         raise ValueError(f"lam must be a positive finite number; got {lam}")
+    if method not in RESTRICTED_METHODS:
+        raise ValueError(f"method must be one of {RESTRICTED_METHODS}; got {method!r}")
     orders = route_order(data)
     working = initial_working_set(data) if working is None else (np.asarray(working, dtype=bool) & data.rows)
+    basis, cycle_space = cost_basis(data) if method == "blocks" else (None, False)
     history = []
+    dropped = np.zeros_like(working)
     for round_ in range(1, max_rounds + 1):
-        restricted = solve_restricted(data, working, lam, threads)
+        restricted = None
+        if method == "blocks":
+            try:
+                restricted = solve_restricted_blocks(data, working, lam, orders, basis, threads)
+                if cycle_space:
+                    restricted.Theta = basis @ restricted.Theta
+            except RuntimeError as error:  # the block method stalled twice: Clarabel solves this round
+                logger.info("network MOM round %d: %s; the round goes to Clarabel", round_, error)
+        if restricted is None:
+            restricted = solve_restricted(data, working, lam, threads)
         C = predicted_costs(restricted.Theta, data)
         fixed = route_potentials(C, data, orders)
         relaxation = relax(C, restricted.S, data, fixed, working, band, tol)
@@ -533,11 +684,17 @@ def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, t
         if added == 0:
             raise RuntimeError("network MOM: violated rows were found but none could be added "
                                f"(samples {np.flatnonzero(~relaxation.feasible)[:5].tolist()})")
+        if shrink:
+            # Rows without flow and without slack do not bind the restricted optimum: dropping
+            # them leaves it optimal. A row is dropped at most once (one that comes back stays),
+            # so the rounds cannot cycle.
+            idle = working & (restricted.flows <= SHRINK_FLOW) & (restricted.S <= 0) & ~dropped
+            working, dropped = working & ~idle, dropped | idle
         working = working | relaxation.add
     else:
         raise RuntimeError(f"network MOM: not optimal after {max_rounds} working-set rounds")
     potentials = feasible_potentials(C, restricted.S, data, fixed, relaxation.potentials)
     certificate = network_margin_certificate(restricted.Theta, potentials, restricted.flows, data, lam, orders)
-    return NetworkMarginResult(Theta=restricted.Theta, potentials=potentials, flows=restricted.flows,
-                               objective=certificate["objective"], certificate=certificate, rounds=round_,
-                               working_rows=int(working.sum()), history=history)
+    return SolverResult((restricted.Theta, potentials, restricted.flows), objective=certificate["objective"],
+                        iterations=round_, status="optimal", path=f"network_working_set_{method}",
+                        certificate=certificate, extra=dict(working_rows=int(working.sum()), history=history))

@@ -193,3 +193,24 @@ def test_a_lambda_that_reproduces_no_held_out_decision_stops_the_run(project_cop
     with pytest.raises(Exception, match=r"no held-out decision is reproduced by .*1e\+300"):
         _run(project_copy, "inverse", inverse=inverse)
     assert not (project_copy / "data" / "06_models" / "inverse").exists()  # no model saved
+
+
+def test_a_typo_of_1e12_is_rejected_and_leaves_the_model_as_without_its_row(project_copy):
+    """Issue 51 item 3: one rain_mm of 1e12 was accepted and dominated the standardizer's
+    scale (recovery 92 % -> 85 %, lambda 1e-2 -> 1e-3, 2 of 20 routes changed)."""
+    def typo(tables):
+        tables["features"].loc[9, "rain_mm"] = 1e12
+    tables = _user_tables(project_copy, typo)
+    _run(project_copy, "inverse")
+    _run(project_copy, "prescribe")
+    rejections = pd.read_csv(_latest(project_copy / "data" / "08_reporting" / "inverse" / "rejections.csv"))
+    assert rejections["id"].tolist() == [tables["features"]["id"][9]] and "'rain_mm'" in rejections["reason"][0]
+    with_typo = _prescriptions(project_copy)
+    curve = project_copy / "data" / "05_model_input" / "inverse" / "lambda_validation.parquet"
+    chosen_with_typo = pd.read_parquet(_latest(curve)).query("chosen")["lam"].tolist()
+    for name in ("features", "decisions"):
+        _rewrite(project_copy, name, tables[name].drop(index=9))
+    _run(project_copy, "inverse")
+    _run(project_copy, "prescribe")
+    assert pd.read_parquet(_latest(curve)).query("chosen")["lam"].tolist() == chosen_with_typo
+    pd.testing.assert_frame_equal(_prescriptions(project_copy), with_typo)

@@ -1,0 +1,110 @@
+"""RouteMOM (the working set over arcs) on grids and real road networks, against today's dense
+dual formulation (`MOM(formulation="dual")`) where that still runs, in the same run.
+
+Each case runs in its own process (its peak memory is that process's maximum resident size):
+
+    python benchmarks/route_fit.py                       # the default cases (a few minutes)
+    python benchmarks/route_fit.py --cases grid5:1000:per_arc:dense sioux:1000:shared
+    python benchmarks/route_fit.py --networks-dir /path/to/tntp/networks
+
+A case is network:T:model[:dense], network one of grid5, grid10, grid20 (the paper's grids,
+the routes of the paper's shortest-path costs) or a TNTP network found under MOM_NETWORKS_DIR
+(sioux, berlin, anaheim: routes from the project's BPR generator, noise-free), model per_arc or
+shared (shared: free-flow time and the baseline delay as arc attributes; on grids two random
+attributes); ":dense" also fits today's dual formulation on the same data (per-arc only).
+Printed per case: seconds, rounds, working rows per sample, the certified relative gap, the
+peak memory, and with ":dense" the dense method's seconds and objective (and the ratio).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+DEFAULT_CASES = ["grid5:1000:per_arc:dense", "grid10:300:per_arc:dense", "sioux:1000:shared", "sioux:1000:per_arc"]
+TNTP = {"sioux": "SiouxFalls", "berlin": "Berlin-Friedrichshain", "anaheim": "Anaheim"}
+LAM = 1e-2
+
+
+def _grid_case(size: int, T: int, model: str, rng):
+    from mom_pipeline.problems import generate_shortest_path
+
+    trial = generate_shortest_path(n_train=T, n_test=1, degree=4, grid=(size, size), n_features=8, seed=0)
+    X = trial.lp.solve(trial.train.C).x.round()
+    arcs = trial.lp.structure.arcs
+    F = rng.uniform(1, 3, (len(arcs), 2)) if model == "shared" else None
+    return dict(Z=trial.train.Z, X=X, tails=arcs[:, 0], heads=arcs[:, 1], n_nodes=size * size, F=F, usable=None,
+                lp=trial.lp)
+
+
+def _tntp_case(name: str, T: int, model: str):
+    from mom_pipeline.networks import files, generate, tntp
+    from mom_pipeline.networks.routes import validate_route_problem
+
+    net_file, trips_file = files.locate_network(TNTP[name])
+    network = tntp.read_tntp_network(net_file)
+    tables = generate.generate_routes(network, tntp.read_tntp_trips(trips_file),
+                                      n_observations=T, n_new=0, seed=0)
+    network = tables["network"]
+    problem, _ = validate_route_problem(network, tables["routes"], tables["features"])  # the intercept added
+    F = network.attributes[["free_flow_time", "baseline_delay"]].to_numpy(dtype=float) if model == "shared" else None
+    return dict(Z=problem.Z, X=problem.X, tails=network.tails, heads=network.heads, n_nodes=network.n_nodes, F=F,
+                usable=problem.usable, lp=None)
+
+
+def run_case(case: str) -> dict:
+    from mom_pipeline.methods import MOM
+    from mom_pipeline.methods.route_mom import RouteMOM
+
+    network, T, model, *dense = case.split(":")
+    T = int(T)
+    rng = np.random.default_rng(0)
+    inputs = (_grid_case(int(network[4:]), T, model, rng) if network.startswith("grid")
+              else _tntp_case(network, T, model))
+    started = time.perf_counter()
+    fit = RouteMOM(lam=LAM).fit(inputs["Z"], inputs["X"], tails=inputs["tails"], heads=inputs["heads"],
+                                n_nodes=inputs["n_nodes"], arc_features=inputs["F"], usable=inputs["usable"])
+    seconds = time.perf_counter() - started
+    row = dict(case=case, arcs=len(inputs["tails"]), T=T, model=model, seconds=round(seconds, 2),
+               rounds=fit.n_iter_, rows_per_sample=round(fit.solver_info_["working_rows"] / T, 1),
+               relative_gap=float(fit.certificate_["relative_gap"]), objective=fit.objective_)
+    if dense and inputs["lp"] is not None:
+        started = time.perf_counter()
+        reference = MOM(lam=LAM, formulation="dual").fit(inputs["Z"], inputs["X"], lp=inputs["lp"])
+        row.update(dense_seconds=round(time.perf_counter() - started, 2), dense_objective=reference.objective_,
+                   objective_difference=abs(fit.objective_ - reference.objective_) / reference.objective_)
+        row["ratio_dense_over_route"] = round(row["dense_seconds"] / seconds, 2)
+    row["peak_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", nargs="*", default=DEFAULT_CASES)
+    parser.add_argument("--networks-dir", default=None, help="folder of the TNTP networks (MOM_NETWORKS_DIR)")
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.networks_dir:
+        os.environ["MOM_NETWORKS_DIR"] = args.networks_dir
+    if args.one:
+        print(json.dumps(run_case(args.one)))
+        return
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start")
+    for case in args.cases:
+        done = subprocess.run([sys.executable, __file__, "--one", case], capture_output=True, text=True)
+        if done.returncode:
+            print(f"{case}: failed\n{done.stderr[-2000:]}")
+            continue
+        print(json.dumps(json.loads(done.stdout.strip().splitlines()[-1])))
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    main()

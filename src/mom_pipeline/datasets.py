@@ -131,16 +131,21 @@ class ModelTrainingDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan,
         store.directory.mkdir(parents=True, exist_ok=True)
         store.remove_stale_temporaries()
         index = self._method_index
-        missing = []
+        missing, finished_by = [], {}  # finished cell -> what trained it (the models themselves are not kept)
         for cell, key in data.keys.items():
             stored = store.load(key) if data.resume else None
             if stored is None:
                 missing.append(cell)
             else:
-                log.info("%s: reusing finished trial (setting %d, trial %d) from %s, %s", data.name, *cell,
-                         store.path(key), trained_by(stored.methods.values()))
+                finished_by[cell] = trained_by(stored.methods.values())
+                log.debug("%s: reusing finished trial (setting %d, trial %d) from %s, %s", data.name, *cell,
+                          store.path(key), finished_by[cell])
                 if index is not None:
                     index.record(data.method_keys.get(cell, {}), store.path(key))
+        if finished_by:  # one line per figure; the trials one by one at debug level (the log file)
+            log.info("%s: reusing finished trial%s: %d of %d, from %s, %s", data.name,
+                     "s" if len(finished_by) > 1 else "", len(finished_by), len(data.keys), store.directory,
+                     "; ".join(sorted(set(finished_by.values()))))
         reused = {}
         if index is not None and (data.resume or data.trained_since is not None):
             for cell in missing:
@@ -148,8 +153,15 @@ class ModelTrainingDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan,
                 if found:
                     reused[cell] = found
                     sources = sorted({str(path) for _, path in found.values()})
-                    log.info("%s: setting %d, trial %d: reusing %s, trained on the same data, from %s, %s", data.name,
-                             *cell, ", ".join(found), ", ".join(sources), trained_by(m for m, _ in found.values()))
+                    log.debug("%s: setting %d, trial %d: reusing %s, trained on the same data, from %s, %s",
+                              data.name, *cell, ", ".join(found), ", ".join(sources),
+                              trained_by(m for m, _ in found.values()))
+        if reused:
+            methods = list(dict.fromkeys(label for found in reused.values() for label in found))  # configured order
+            folders = sorted({str(Path(path).parent) for found in reused.values() for _, path in found.values()})
+            log.info("%s: reusing %s, trained on the same data, from %s, in %d of %d trials, %s", data.name,
+                     ", ".join(methods), ", ".join(folders), len(reused), len(data.keys),
+                     trained_by(m for found in reused.values() for m, _ in found.values()))
         for stored in data.train(missing, reused):
             path = store.save(stored)
             if index is not None:

@@ -20,6 +20,14 @@ from kedro.framework.hooks import hook_impl
 from .allocator import keep_freed_memory
 
 log = logging.getLogger(__name__)
+# "stage <node> took <s>": Kedro's "Completed node" says as much on the console, so conf/logging.yml
+# sends these to the log file only (the run report lists every stage's time).
+stage_log = logging.getLogger("mom_pipeline.stages")
+
+# Namespaces whose outputs a user opens directly (no figure, no MLflow summary): each file saved
+# under data/06-08 is logged with its versioned path, and a non-empty rejection report as a warning.
+PATH_LOGGED_NAMESPACES = ("inverse", "inverse_example", "inverse_routes", "inverse_routes_example")
+PATH_LOGGED_LAYERS = ("06_models", "07_model_output", "08_reporting")
 
 PACKAGES = ("kedro", "kedro-datasets", "kedro-viz", "kedro-mlflow", "mlflow", "numpy", "scipy", "pandas", "cvxpy",
             "clarabel", "highspy", "scikit-learn", "matplotlib", "plotly")
@@ -146,7 +154,7 @@ class RunReportHooks:
         seconds = time.perf_counter() - self._started.pop(name, time.perf_counter())
         self._unsaved.pop(name, None)
         self._timings.append((name, seconds))
-        log.info("stage %s took %.2f s", name, seconds)
+        stage_log.info("stage %s took %.2f s", name, seconds)
 
     @hook_impl
     def after_node_run(self, node):
@@ -155,11 +163,27 @@ class RunReportHooks:
 
     @hook_impl
     def after_dataset_saved(self, dataset_name, data, node):
+        self._log_output_path(dataset_name, data)
         pending = self._unsaved.get(node.name)
         if pending is not None:
             pending.discard(dataset_name)
             if not pending:
                 self._finish(node.name)
+
+    def _log_output_path(self, dataset_name: str, data) -> None:
+        namespace, _, name = dataset_name.rpartition(".")
+        if namespace not in PATH_LOGGED_NAMESPACES or self._run is None or self._run[1] is None:
+            return
+        try:
+            path = saved_path(self._run[1].get(dataset_name))
+        except Exception:  # noqa: BLE001 - a log line, never a reason to fail the run
+            return
+        if path is None or not any(f"/{layer}/" in str(path) for layer in PATH_LOGGED_LAYERS):
+            return
+        if name == "rejections" and len(data):
+            log.warning("%s: %d observations rejected, listed in %s", namespace, len(data), path)
+        else:
+            log.info("%s: %s written to %s", namespace, name, path)
 
     @hook_impl
     def on_node_error(self, error, node):
@@ -213,6 +237,14 @@ class RunReportHooks:
         level = logging.INFO if status == "succeeded" else logging.WARNING
         log.log(level, "run report written to %s (%s, total %.1f s)", out, status.split(":")[0], total)
         _log_artifact(out)
+
+
+def saved_path(dataset):
+    """The file a dataset has just saved (its save version's file when versioned), or None."""
+    version = getattr(dataset, "_version", None)
+    if version is not None and version.save:
+        return dataset._get_versioned_path(version.save)
+    return getattr(dataset, "_filepath", None)
 
 
 def _log_artifact(path: Path) -> None:

@@ -1,10 +1,13 @@
 """Kedro project settings."""
 
+import logging
 import warnings
 from pathlib import Path
 from typing import Any
 
 from kedro.config import OmegaConfigLoader
+
+from mom_pipeline.console import NotYetWrittenPreviews
 
 # Deprecation notices from third-party code that `kedro run` / `kedro viz` would print and that
 # a user cannot act on (Kedro reads this module before it loads the plugins): omegaconf's rename
@@ -12,6 +15,9 @@ from kedro.config import OmegaConfigLoader
 # (used by kedro-viz).
 warnings.filterwarnings("ignore", message=r"register_new_resolver\(\) is deprecated", category=UserWarning)
 warnings.filterwarnings("ignore", message=r"ORJSONResponse is deprecated")
+# `kedro viz build --include-previews` warns, traceback included, for every dataset no run has
+# written yet: one line for all of them (mom_pipeline/console.py).
+logging.getLogger("kedro_viz.models.flowchart.node_metadata").addFilter(NotYetWrittenPreviews())
 
 
 class ProjectConfigLoader(OmegaConfigLoader):

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from kedro.framework.hooks import hook_impl
 
-from mom_pipeline.hooks import git_state
+from mom_pipeline.hooks import git_state, saved_path
 from mom_pipeline.reporting.tables import metric_name
 
 log = logging.getLogger(__name__)
@@ -76,14 +76,6 @@ def local_store(config: dict, project_path: str | Path) -> dict:
         create["artifact_location"] = (Path(project_path).resolve() / LOCAL_ARTIFACTS).as_uri()
     return {**config, "server": server,
             "tracking": {**tracking, "experiment": {**experiment, "create_experiment_kwargs": create}}}
-
-
-def saved_path(dataset):
-    """The file a dataset has just saved (its save version's file when versioned), or None."""
-    version = getattr(dataset, "_version", None)
-    if version is not None and version.save:
-        return dataset._get_versioned_path(version.save)
-    return getattr(dataset, "_filepath", None)
 
 
 def flatten_parameters(prefix: str, value) -> dict[str, str]:
@@ -160,7 +152,17 @@ class TrackingHooks(MlflowHook):
 
     @hook_impl
     def after_context_created(self, context):
-        super().after_context_created(context)
+        # mlflow.set_tracking_uri (called by the plugin) also exports MLFLOW_TRACKING_URI, which
+        # would then decide the store of the next session in this process (a notebook, the tests)
+        # and of every `kedro run` it starts: the variable is put back as it was.
+        exported = os.environ.get("MLFLOW_TRACKING_URI")
+        try:
+            super().after_context_created(context)
+        finally:
+            if exported is None:
+                os.environ.pop("MLFLOW_TRACKING_URI", None)
+            else:
+                os.environ["MLFLOW_TRACKING_URI"] = exported
         config = self.mlflow_config
         if config.server.mlflow_tracking_uri == local_tracking_uri(context.project_path):
             hide_empty_default_experiment(config.server._mlflow_client)

@@ -112,7 +112,7 @@ def test_a_trial_is_trained_again_after_its_solver_changed(package_copy, tmp_pat
     # says what trained the reused trial
     trained, log = _in(package_copy, SCRIPT, json.dumps(SPEC), str(package_copy), str(tmp_path))
     assert json.loads(trained) == []
-    assert f"reusing finished trial (setting 0, trial 0) from {stored}, trained at {source_commit() or 'an unknown commit'} (code " in log
+    assert f"reusing finished trial: 1 of 1, from {stored.parent}, trained at {source_commit() or 'an unknown commit'} (code " in log
     edited = tmp_path / "edited"
     shutil.copytree(package_copy, edited)
     _edit_solver(edited)

@@ -138,3 +138,26 @@ def test_a_cell_failing_in_every_trial_is_warned_once_then_summarized(caplog):
     assert "KRR grid cell {'gamma': 0.0} failed in 3 of the 3 trials trained" in summary.getMessage()
     assert all(row["failed_cells"] == 1 for methods, trial in zip(trained, trials)
                for row in hyperparameter_rows(spec, trial.setting, trial.setting_value, trial.trial, methods))
+
+
+def test_a_diverging_grid_cell_is_reported_once_at_info_with_its_count(caplog):
+    """SPO+ at lam x step_size >= 100 diverges in every trial of the paper's grids: an expected
+    outcome of the grid search, said once per figure at INFO with the count, not as warnings."""
+    from mom_pipeline.experiments.train import log_failed_cell_summary, log_failed_cells
+
+    spec = parse_spec(dict(SPEC, trials=2, methods={"SPO+": {
+        "estimator": "SPOPlus", "params": {"batch_size": 5, "n_steps": 200},
+        "grid": {"lam": [1e-3, 100.0], "step_size": [1e-2, 10.0]}}}))
+    trials = generate_experiment(spec)
+    solutions = solve_experiment(trials, "solver")
+    seen, errors = {}, {}
+    with caplog.at_level("DEBUG", logger="mom_pipeline.experiments.train"):
+        for trial, solution in zip(trials, solutions):
+            log_failed_cells(spec, trial.setting, trial.trial, train_trial(spec, trial, solution), seen, errors)
+        log_failed_cell_summary(spec.name, seen, len(trials), errors)
+    assert seen, "no cell diverged"
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+    summaries = [r for r in caplog.records if "diverged in" in r.getMessage()]
+    assert len(summaries) == len(seen) and {r.levelname for r in summaries} == {"INFO"}
+    assert any("grid cell {'lam': 100.0, 'step_size': 10.0} diverged in 2 of the 2 trials trained" in r.getMessage()
+               for r in summaries)

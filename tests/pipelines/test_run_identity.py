@@ -74,7 +74,8 @@ def test_models_survive_a_failed_run_and_corrupt_files_are_recomputed(project_co
     with caplog.at_level(logging.INFO):
         _run(project_copy)
     assert str(trials / names[0]) in caplog.text and str(trials / names[1]) in caplog.text
-    assert caplog.text.count("reusing finished trial") == 2  # the smoke run resumed the two intact trials
+    # the smoke run resumed the two intact trials, said in one line
+    assert caplog.text.count("reusing finished trial") == 1 and "fig1: reusing finished trials: 2 of" in caplog.text
     assert not list(trials.glob(".*.tmp"))
     pd.testing.assert_frame_equal(_evaluation(project_copy), reference)
 

@@ -3,6 +3,7 @@ status and the node, and its MLflow run ends KILLED or FAILED (never FINISHED); 
 tags give the exact command, the env, the commit; one parameter per leaf; one experiment."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -104,3 +105,18 @@ def test_the_command_tag_is_the_command_line():
     assert kedro_command(run_params, ["/x/site-packages/kedro/__main__.py", "run"]) == "kedro run"
     assert kedro_command(run_params, ["pytest"]) == "kedro run --env=smoke --pipelines=online --params=fig5.experiment.trials=2"
     assert kedro_command({"pipeline_names": ["__default__"]}, ["ipykernel"]) == "kedro run"
+
+
+def test_each_project_copy_keeps_its_own_store(project_copy, tmp_path_factory):
+    """MLflow exports the tracking URI it is given; a second project run in the same process (a
+    notebook, the tests) must still track into its own store, and leave the variable unset."""
+    other = tmp_path_factory.mktemp("other")
+    shutil.copytree(project_copy, other, dirs_exist_ok=True)
+    for project in (project_copy, other):
+        bootstrap_project(project)
+        with KedroSession.create(project_path=project, env="smoke",
+                                 runtime_params={"fig5": {"experiment": {"trials": 1}}}) as session:
+            session.run(pipeline_names=["online"])
+        assert "MLFLOW_TRACKING_URI" not in os.environ
+        _, run = _only_run(project)
+        assert run.info.status == "FINISHED" and run.data.tags["project_path"] == str(project)

@@ -193,7 +193,8 @@ def trained_by(methods) -> str:
 
 
 def log_failed_cells(spec: ExperimentSpec, setting: int, trial: int, trained: dict[str, TrainedMethod],
-                     seen: dict[tuple[str, str], list[tuple[int, int]]] | None = None) -> None:
+                     seen: dict[tuple[str, str], list[tuple[int, int]]] | None = None,
+                     errors: dict[tuple[str, str], str] | None = None) -> None:
     """One warning per slower exact route the tuning took (`TrainedMethod.fallbacks`), and one
     per grid cell that failed (it is scored NaN and never chosen).
 
@@ -201,7 +202,10 @@ def log_failed_cells(spec: ExperimentSpec, setting: int, trial: int, trained: di
     warning only the first time it fails, later failures at debug level, and the (setting,
     trial) of every failure is added to `seen` for `log_failed_cell_summary`: the paper's grids
     hold cells that fail in every trial (SPO+ diverges at lam x step_size >= 100), and one
-    warning per trial buried a run's log under hundreds of identical lines."""
+    warning per trial buried a run's log under hundreds of identical lines. A cell whose fit
+    diverged (`diverged` below) is an expected outcome of a grid search over step sizes: it is
+    logged at debug level here and once, at INFO, in the summary (`errors`, kept by the caller
+    as well, holds each cell's first error for it)."""
     for label, tm in trained.items():
         for message in tm.fallbacks:
             log.warning("%s: setting %d, trial %d: %s tuning: %s", spec.name, setting, trial, label, message)
@@ -213,21 +217,37 @@ def log_failed_cells(spec: ExperimentSpec, setting: int, trial: int, trained: di
             first = seen is None or key not in seen
             if seen is not None:
                 seen.setdefault(key, []).append((setting, trial))
-            log.log(logging.WARNING if first else logging.DEBUG,
+            if errors is not None:
+                errors.setdefault(key, str(row["error"]))
+            expected = diverged(row["error"])
+            level = logging.DEBUG if not first or (expected and seen is not None) else \
+                logging.INFO if expected else logging.WARNING
+            log.log(level,
                     "%s: setting %d, trial %d: %s grid cell %s failed and is skipped: %s%s", spec.name, setting, trial,
                     label, params, row["error"], " (later failures of this cell: summary at the end of training)"
                     if seen is not None else "")
 
 
-def log_failed_cell_summary(name: str, seen: dict[tuple[str, str], list[tuple[int, int]]], trials: int) -> None:
-    """One warning per (method, grid cell) that failed in some of the `trials` trials trained
-    by this run, with how many (the trials' hyperparameters table counts them too:
-    `failed_cells`)."""
-    for (label, params), where in seen.items():
+def diverged(error) -> bool:
+    """Whether a grid cell's error is its fit diverging (an iterate or a prediction overflowed:
+    a too large step size), rather than something going wrong."""
+    return "diverged" in str(error)
+
+
+def log_failed_cell_summary(name: str, seen: dict[tuple[str, str], list[tuple[int, int]]], trials: int,
+                            errors: dict[tuple[str, str], str] | None = None) -> None:
+    """One line per (method, grid cell) that failed in some of the `trials` trials trained by
+    this run, with how many (the trials' hyperparameters table counts them too: `failed_cells`):
+    INFO for cells that diverged, a warning for any other failure."""
+    errors = errors or {}
+    for key, where in seen.items():
+        label, params = key
         settings = sorted({setting for setting, _ in where})
-        log.warning("%s: %s grid cell %s failed in %d of the %d trials trained (settings %s) and was skipped there "
-                    "(scored NaN, never chosen)", name, label, params, len(where), trials,
-                    ", ".join(map(str, settings)))
+        expected = diverged(errors.get(key, ""))
+        log.log(logging.INFO if expected else logging.WARNING,
+                "%s: %s grid cell %s %s in %d of the %d trials trained (settings %s) and was skipped there "
+                "(scored NaN, never chosen)", name, label, params, "diverged" if expected else "failed", len(where),
+                trials, ", ".join(map(str, settings)))
 
 
 def hyperparameter_rows(spec: ExperimentSpec, setting: int, setting_value, trial: int,

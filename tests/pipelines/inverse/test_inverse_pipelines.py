@@ -46,15 +46,23 @@ def _user_tables(project, corrupt=None):
     return tables
 
 
-def test_user_data_with_a_bad_row_is_reported_not_dropped_silently(project_copy):
+def test_user_data_with_a_bad_row_is_reported_not_dropped_silently(project_copy, caplog):
     def corrupt(tables):
         tables["features"].loc[7, "rain_mm"] = np.nan
         d = tables["decisions"]
         d.loc[11, [c for c in d.columns if c != "id"]] = 0.5  # not a route: infeasible
     tables = _user_tables(project_copy, corrupt)
-    _run(project_copy, "inverse")
-    _run(project_copy, "prescribe")
-    rejections = pd.read_csv(_latest(project_copy / "data" / "08_reporting" / "inverse" / "rejections.csv"))
+    with caplog.at_level("INFO", logger="mom_pipeline"):
+        _run(project_copy, "inverse")
+        _run(project_copy, "prescribe")
+    report = _latest(project_copy / "data" / "08_reporting" / "inverse" / "rejections.csv")
+    # the console says where the outputs went: the rejection report in the warning, each versioned file
+    (warning,) = [r for r in caplog.records if r.levelname == "WARNING" and "rejected" in r.getMessage()]
+    assert warning.getMessage() == f"inverse: 2 observations rejected, listed in {report}"
+    prescriptions = _latest(project_copy / "data" / "07_model_output" / "inverse" / "prescriptions.csv")
+    assert f"inverse: prescriptions written to {prescriptions}" in caplog.text
+    assert "inverse: theta written to " in caplog.text
+    rejections = pd.read_csv(report)
     assert sorted(rejections["id"]) == sorted([tables["features"]["id"][7], tables["decisions"]["id"][11]])
     assert set(rejections["file"]) == {"data/01_raw/inverse/features.csv", "data/01_raw/inverse/decisions.csv"}
     assert rejections["reason"].str.len().gt(0).all()

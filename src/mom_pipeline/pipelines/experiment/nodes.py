@@ -107,12 +107,12 @@ def plan_training(problem_data: list[TrialData], solutions: list[TrialSolutions]
                               reused[cell])
         items = [(spec, *by_cell[cell], keys[cell], storage.keep_models, frozenset(reused.get(cell, ())))
                  for cell in cells if cell not in complete]
-        seen, trained = {}, 0
+        seen, errors, trained = {}, {}, 0
         for stored in imap_trials(train_for_storage, items, compute, desc=f"{spec.name}: train"):
-            log_failed_cells(spec, stored.setting, stored.trial, stored.methods, seen)
+            log_failed_cells(spec, stored.setting, stored.trial, stored.methods, seen, errors)
             trained += 1
             yield with_reused(spec, stored, reused.get((stored.setting, stored.trial), {}))
-        log_failed_cell_summary(spec.name, seen, trained)
+        log_failed_cell_summary(spec.name, seen, trained, errors)
 
     return TrainingPlan(name=spec.name, keys=keys, train=train, method_keys=method_keys,
                         data_keys={cell: by_cell[cell][0].key for cell in keys}, keep_models=storage.keep_models,

@@ -56,8 +56,8 @@ def validate_inputs(features: pd.DataFrame, decisions: pd.DataFrame, constraints
         # Too large for this machine's memory: stop before the tuning's fits on folds.
         check_dual_formulation_fits(problem.lp.A, problem.X_std, problem.Z.shape[1], inverse.model.n_jobs)
     if len(rejections):
-        log.warning("inverse: %d observations rejected (see the rejection report); %d kept", len(rejections),
-                    problem.n_samples)
+        log.info("inverse: %d observations rejected, %d kept (the warning that names the rejection "
+                 "report follows when it is saved)", len(rejections), problem.n_samples)
     log.info("inverse: %d observations, %d features, standard form %d x %d", problem.n_samples, problem.Z.shape[1],
              problem.lp.m, problem.lp.n)
     return problem, rejections

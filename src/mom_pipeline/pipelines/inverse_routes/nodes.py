@@ -76,8 +76,8 @@ def validate_routes(network: Network, routes: pd.DataFrame, features: pd.DataFra
     if inverse_routes.model.cost_model == "shared":
         arc_feature_matrix(network, inverse_routes.model.arc_features)
     if len(rejections):
-        log.warning("inverse_routes: %d observations rejected (see the rejection report); %d kept", len(rejections),
-                    problem.n_samples)
+        log.info("inverse_routes: %d observations rejected, %d kept (the warning that names the rejection "
+                 "report follows when it is saved)", len(rejections), problem.n_samples)
     log.info("inverse_routes: %d routes, %d features", problem.n_samples, problem.Z.shape[1])
     return problem, rejections
 

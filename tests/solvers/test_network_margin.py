@@ -96,6 +96,18 @@ def test_optimum_does_not_depend_on_the_starting_working_set():
     assert empty.iterations >= 2 and default.certificate["relative_gap"] <= 1e-8
 
 
+@pytest.mark.parametrize("shared", [False, True])
+def test_both_restricted_solvers_reach_the_same_optimum(shared):
+    Z, X, tails, heads, n_nodes, rng = two_way_network(seed=4, T=30)
+    F = rng.uniform(0.5, 1.5, (len(tails), 2)) if shared else None
+    data = network_samples(tails, heads, n_nodes, X, Z, F)
+    blocks = solve_network_margin(data, 1e-2, method="blocks")
+    clarabel = solve_network_margin(data, 1e-2, method="clarabel")
+    assert blocks.path.endswith("blocks") and clarabel.path.endswith("clarabel")
+    assert abs(blocks.objective - clarabel.objective) <= 1e-7 * clarabel.objective
+    assert max(blocks.certificate["relative_gap"], clarabel.certificate["relative_gap"]) <= 1e-8
+
+
 def test_bad_routes_are_named():
     Z, X, tails, heads, n_nodes, _ = two_way_network(seed=2)
     long = int(np.flatnonzero(X.sum(axis=1) >= 3)[0])

@@ -703,3 +703,23 @@ def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, t
     return SolverResult((restricted.Theta, potentials, restricted.flows), objective=certificate["objective"],
                         iterations=round_, status="optimal", path=f"network_working_set_{method}",
                         certificate=certificate, extra=dict(working_rows=int(working.sum()), history=history))
+
+
+def incidence_network(A) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(tails, heads, n_nodes) when the constraint matrix A (m, n) is a node-arc incidence
+    matrix (every column one +1 and one -1), possibly with one node's row dropped (columns with
+    a single entry: their other end is node m); None otherwise.
+
+    Which sign marks the tail does not matter to MOM: reversing every arc and every route
+    gives the same problem with the potentials negated. Here the -1 marks the tail (the
+    convention of `lp.GridShortestPath`)."""
+    A = np.asarray(A.toarray() if sp.issparse(A) else A, dtype=float)
+    if A.ndim != 2 or not np.isin(A, (-1.0, 0.0, 1.0)).all():
+        return None
+    m, n = A.shape
+    plus, minus = (A == 1).sum(axis=0), (A == -1).sum(axis=0)
+    if not (np.all(plus <= 1) and np.all(minus <= 1) and np.all(plus + minus >= 1)):
+        return None
+    tails = np.where(minus == 1, np.argmax(A == -1, axis=0), m)
+    heads = np.where(plus == 1, np.argmax(A == 1, axis=0), m)
+    return tails.astype(np.int64), heads.astype(np.int64), m + int(np.any(plus + minus == 1))

@@ -96,6 +96,18 @@ def test_optimum_does_not_depend_on_the_starting_working_set():
     assert empty.iterations >= 2 and default.certificate["relative_gap"] <= 1e-8
 
 
+@pytest.mark.parametrize("shared", [False, True])
+def test_both_restricted_solvers_reach_the_same_optimum(shared):
+    Z, X, tails, heads, n_nodes, rng = two_way_network(seed=4, T=30)
+    F = rng.uniform(0.5, 1.5, (len(tails), 2)) if shared else None
+    data = network_samples(tails, heads, n_nodes, X, Z, F)
+    blocks = solve_network_margin(data, 1e-2, method="blocks")
+    clarabel = solve_network_margin(data, 1e-2, method="clarabel")
+    assert blocks.path.endswith("blocks") and clarabel.path.endswith("clarabel")
+    assert abs(blocks.objective - clarabel.objective) <= 1e-7 * clarabel.objective
+    assert max(blocks.certificate["relative_gap"], clarabel.certificate["relative_gap"]) <= 1e-8
+
+
 def test_bad_routes_are_named():
     Z, X, tails, heads, n_nodes, _ = two_way_network(seed=2)
     long = int(np.flatnonzero(X.sum(axis=1) >= 3)[0])
@@ -108,3 +120,29 @@ def test_bad_routes_are_named():
         RouteMOM().fit(Z, broken, tails=tails, heads=heads, n_nodes=n_nodes)
     with pytest.raises(ValueError, match="sample 0: its route uses an arc marked unusable"):
         RouteMOM().fit(Z, X, tails=tails, heads=heads, n_nodes=n_nodes, usable=np.zeros_like(X, dtype=bool))
+
+
+def test_mom_dual_formulation_recognizes_a_network_lp():
+    """MOM(formulation="dual", solver="network") on the grid's standard form (a node-arc
+    incidence with the sink's row dropped) equals the block method, and its duals and flows
+    pass the dense method's certificate."""
+    from mom_pipeline.methods.mom_dual_problem import dual_formulation_certificate
+
+    trial, X, _, _, _ = grid_routes(T=40, seed=5)
+    Z = trial.train.Z
+    network = MOM(lam=1e-2, formulation="dual", solver="network").fit(Z, X, lp=trial.lp)
+    dense = MOM(lam=1e-2, formulation="dual").fit(Z, X, lp=trial.lp)
+    assert network.solver_info_["path"].startswith("network_working_set")
+    assert abs(network.objective_ - dense.objective_) <= 1e-7 * dense.objective_
+    certificate = dual_formulation_certificate(network.coef_, network.dual_, network.flows_, trial.lp.A, X, Z, 1e-2)
+    assert certificate["relative_gap"] <= 1e-7 and certificate["equality_residual"] <= 1e-7
+    assert certificate["flow_residual"] <= 1e-7
+
+
+def test_solver_network_refuses_an_lp_that_is_not_a_network():
+    from mom_pipeline.problems import generate_knapsack
+
+    trial = generate_knapsack(n_train=20, n_test=1, seed=0)
+    X = trial.lp.solve(trial.train.C).x
+    with pytest.raises(ValueError, match="node-arc incidence"):
+        MOM(formulation="dual", solver="network").fit(trial.train.Z, X, lp=trial.lp)

@@ -17,10 +17,14 @@ import numpy as np
 from ..lp import StandardFormLP
 from .base import (N_JOBS, POSITIVE, LinearCostModel, StrOptions, check_features, check_samples,
                    estimator_hyperparameters, resolve_lp)
-from .mom_dual import solve_dual_formulation, solve_dual_formulation_path, threads_of
+from .mom_dual import check_dual_formulation_fits, solve_dual_formulation, solve_dual_formulation_path, threads_of
 from .mom_dual_problem import dual_formulation_objective
 from .mom_problem import (SUPPORT_TOL, hinge_rows, mom_hinge_loss, mom_objective, operators_of_bases,
                           optimality_margins, support_mask)
+from ..blas_threads import one_blas_thread
+from ..solvers.network_margin import (incidence_network, network_samples, route_flows, route_order,
+                                      solve_network_margin)
+from ..solvers.policy import DualFormulationTooLarge
 from .mom_solve import FORMULATIONS, SOLVERS, solve_hinge_qp, solve_hinge_qp_cvxpy, solve_mom, solve_mom_path
 
 __all__ = ["MOM", "FORMULATIONS", "DegenerateFitWarning", "negligible_costs", "SOLVERS", "SUPPORT_TOL",
@@ -72,7 +76,12 @@ class MOM(LinearCostModel):
     Hyperparameters:
         lam: regularization weight (> 0); the objective is (lam/2)||Theta||^2 + mean hinge.
         solver: "auto" (the exact working-set method, its linear algebra chosen by problem
-            shape: `solvers.policy`; "fast" is an alias) or "cvxpy" (vectorized reference).
+            shape: `solvers.policy`; "fast" is an alias), "cvxpy" (vectorized reference) or,
+            with formulation="dual" on a node-arc incidence matrix A and routes X_star,
+            "network" (the working set over arcs of `solvers.network_margin`: memory grows with
+            the working rows, not with the arcs squared). "auto" takes the network method for
+            such a fit only when the block method would not fit in memory: on the grids
+            measured the block method is faster (docs/solvers.md).
         formulation: "basis" (the paper: hinge on the reduced costs of the observed basis)
             or "dual" (no basis: free duals, zero reduced cost on supp(x*)).
         radius: None or the radius of the ball ||Theta||_F <= radius (the set K of the paper).
@@ -91,7 +100,7 @@ class MOM(LinearCostModel):
     needs_costs: ClassVar[bool] = False
     _parameter_constraints: ClassVar[dict] = {
         "lam": [POSITIVE],
-        "solver": [StrOptions(set(SOLVERS))],
+        "solver": [StrOptions(set(SOLVERS) | {"network"})],
         "formulation": [StrOptions(set(FORMULATIONS))],
         "radius": [None, POSITIVE],
         "tol": [POSITIVE],
@@ -124,6 +133,12 @@ class MOM(LinearCostModel):
             X = _check_solutions(X_star, T, problem.n)
             if problem.A.ndim == 3 and problem.A.shape[0] != T:
                 raise ValueError(f"the LP has {problem.A.shape[0]} samples but Z has {T}")
+            network = self._network_problem(problem, X, Z, threads)
+            if network is not None:
+                Theta, y, info = _fit_network(network, self.lam, problem.A.shape[0])
+                self._set_fitted(Theta, dual_formulation_objective(Theta, y, problem.A, X, Z, self.lam), info,
+                                 time.perf_counter() - start, Z, dual=(y, info.pop("flows")))
+                return self
             # Any basis containing the supports parametrizes the same problem (`mom_dual_problem`).
             Theta, info = solve_mom(None, Z, self.lam, self.radius, self.solver, self.tol, A=problem.A,
                                     formulation="dual", basis=problem.basis_from_solution(X), X=X, threads=threads)
@@ -136,6 +151,37 @@ class MOM(LinearCostModel):
             Theta, info = solve_mom(M, Z, self.lam, self.radius, self.solver, self.tol, A=constraint_matrix)
             self._set_fitted(Theta, mom_objective(Theta, M, Z, self.lam), info, time.perf_counter() - start, Z)
         return self
+
+    def _network_problem(self, problem, X, Z, threads: int):
+        """The `network_margin.NetworkSamples` of a dual-formulation fit that the network method
+        solves, or None for the block method: with solver="network" on a node-arc incidence
+        matrix (else an error), with "auto" when the LP is one, the observed solutions are routes
+        and the block method would not fit in memory (`policy.check_dual_formulation_memory`)."""
+        if self.solver not in ("auto", "fast", "network") or problem.A.ndim != 2 or self.radius is not None:
+            if self.solver == "network":
+                raise ValueError("solver='network' needs one node-arc incidence matrix A shared by every sample "
+                                 "and no radius")
+            return None
+        shape = incidence_network(problem.A)
+        samples = None
+        if shape is not None:
+            try:
+                samples = network_samples(*shape, X, Z)
+            except ValueError as error:
+                if self.solver == "network":
+                    raise ValueError(f"solver='network': {error}") from error
+        if self.solver == "network":
+            if samples is None:
+                raise ValueError("solver='network' needs A to be a node-arc incidence matrix (one +1 and one -1 "
+                                 "per column, at most one node's row dropped)")
+            return samples
+        if samples is None:
+            return None
+        try:
+            check_dual_formulation_fits(problem.A, X, Z.shape[1], self.n_jobs)
+        except DualFormulationTooLarge:
+            return samples
+        return None
 
     def _set_fitted(self, Theta, objective: float, info: dict, seconds: float, Z, dual=None) -> None:
         """The one place where a MOM fit's learned state is set (by `fit`, and by `fit_many` for
@@ -238,3 +284,18 @@ class MOM(LinearCostModel):
         if not np.issubdtype(basis.dtype, np.integer):
             raise ValueError(f"basis must hold integer column indices; got dtype {basis.dtype}")
         return constraint_matrix, basis
+
+
+def _fit_network(samples, lam: float, m: int) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(Theta (n, d), duals y (T, m) of the m rows of A, info with the flows (T, n)) of the
+    network method (`solvers.network_margin`) on a node-arc incidence LP: y are the potentials
+    negated (A'y = y[head] - y[tail] with -1 at the tail) and shifted to 0 on a dropped row's
+    node; the flows are the circulation on every column divided by T (the dense method's units)."""
+    with one_blas_thread():
+        result = solve_network_margin(samples, lam)
+    Theta, potentials, row_flows = result.solution
+    if samples.n_nodes > m:  # the dropped row's node is the last one
+        potentials = potentials - potentials[:, m:m + 1]
+    circulation, _ = route_flows(np.where(samples.rows, row_flows, 0.0), samples, route_order(samples))
+    info = dict(result.info(), flows=circulation / samples.T)
+    return Theta, -potentials[:, :m], info

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from . import policy
 from .result import SolverResult
 
 logger = logging.getLogger(__name__)
@@ -52,8 +53,9 @@ VIOLATION_TOL = 1e-9
 #: The certificate's default bound on the relative duality gap.
 GAP_TOL = 1e-6
 MAX_ROUNDS = 50
-#: A working row whose flow (multiplier times T, in [0, 1]) is below this and whose slack is 0
-#: leaves the working set after its round (`solve_network_margin(shrink=True)`).
+#: A working row whose flow (multiplier times T, in [0, 1]) and slack are below this leaves the
+#: working set after its round (`solve_network_margin(shrink=True)`): an interior-point optimum
+#: leaves round-off on both.
 SHRINK_FLOW = 1e-6
 
 
@@ -622,7 +624,7 @@ def initial_working_set(data: NetworkSamples) -> np.ndarray:
     return data.rows & (on_route[:, data.tails] | on_route[:, data.heads])
 
 
-RESTRICTED_METHODS = ("blocks", "clarabel")
+RESTRICTED_METHODS = ("auto", "blocks", "clarabel")
 
 
 def cost_basis(data: NetworkSamples) -> tuple[np.ndarray, bool]:
@@ -640,11 +642,12 @@ def cost_basis(data: NetworkSamples) -> tuple[np.ndarray, bool]:
 
 def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, tol: float = VIOLATION_TOL,
                          max_rounds: int = MAX_ROUNDS, working: np.ndarray | None = None,
-                         threads: int = 1, method: str = "blocks", shrink: bool = True) -> SolverResult:
+                         threads: int = 1, method: str = "auto", shrink: bool = True) -> SolverResult:
     """The exact MOM optimum on a network LP by the working set over arcs (module docstring).
 
     method: how each restricted QP is solved: "blocks" (the block interior-point method on
-    `tree_blocks`, in the cost basis of `cost_basis`) or "clarabel" (its sparse form).
+    `tree_blocks`, in the cost basis of `cost_basis`), "clarabel" (its sparse form) or "auto"
+    (`policy.network_restricted_method` by the number of coefficients).
 
     Returns a `SolverResult`: solution (Theta, potentials (T, nodes), row flows (T, n)), the
     objective, iterations = working-set rounds, the certificate
@@ -653,6 +656,8 @@ def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, t
         raise ValueError(f"lam must be a positive finite number; got {lam}")
     if method not in RESTRICTED_METHODS:
         raise ValueError(f"method must be one of {RESTRICTED_METHODS}; got {method!r}")
+    if method == "auto":
+        method = policy.network_restricted_method(data.q * data.d)
     orders = route_order(data)
     working = initial_working_set(data) if working is None else (np.asarray(working, dtype=bool) & data.rows)
     basis, cycle_space = cost_basis(data) if method == "blocks" else (None, False)
@@ -688,7 +693,7 @@ def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, t
             # Rows without flow and without slack do not bind the restricted optimum: dropping
             # them leaves it optimal. A row is dropped at most once (one that comes back stays),
             # so the rounds cannot cycle.
-            idle = working & (restricted.flows <= SHRINK_FLOW) & (restricted.S <= 0) & ~dropped
+            idle = working & (restricted.flows <= SHRINK_FLOW) & (restricted.S <= SHRINK_FLOW) & ~dropped
             working, dropped = working & ~idle, dropped | idle
         working = working | relaxation.add
     else:
@@ -698,3 +703,23 @@ def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, t
     return SolverResult((restricted.Theta, potentials, restricted.flows), objective=certificate["objective"],
                         iterations=round_, status="optimal", path=f"network_working_set_{method}",
                         certificate=certificate, extra=dict(working_rows=int(working.sum()), history=history))
+
+
+def incidence_network(A) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(tails, heads, n_nodes) when the constraint matrix A (m, n) is a node-arc incidence
+    matrix (every column one +1 and one -1), possibly with one node's row dropped (columns with
+    a single entry: their other end is node m); None otherwise.
+
+    Which sign marks the tail does not matter to MOM: reversing every arc and every route
+    gives the same problem with the potentials negated. Here the -1 marks the tail (the
+    convention of `lp.GridShortestPath`)."""
+    A = np.asarray(A.toarray() if sp.issparse(A) else A, dtype=float)
+    if A.ndim != 2 or not np.isin(A, (-1.0, 0.0, 1.0)).all():
+        return None
+    m, n = A.shape
+    plus, minus = (A == 1).sum(axis=0), (A == -1).sum(axis=0)
+    if not (np.all(plus <= 1) and np.all(minus <= 1) and np.all(plus + minus >= 1)):
+        return None
+    tails = np.where(minus == 1, np.argmax(A == -1, axis=0), m)
+    heads = np.where(plus == 1, np.argmax(A == 1, axis=0), m)
+    return tails.astype(np.int64), heads.astype(np.int64), m + int(np.any(plus + minus == 1))

@@ -48,11 +48,13 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -n auto --dist worksteal
 
 # The inner loop: the suite without the tests marked (pyproject.toml) as whole Kedro runs,
-# browser, notebook or slow solver checks. One process: a second worker's imports cost more CPU
-# than it saves on 2 cores.
+# browser, notebook or slow solver checks. One process and one BLAS thread: on 2 cores a second
+# worker's imports, and a second BLAS thread spinning on the tests' small matrices, cost more CPU
+# than they save (measured: 134 -> 103 CPU-s for the BLAS threads alone). The tests that check
+# that thread counts change nothing set their own.
 FAST_TESTS := not (slow or pipeline or browser or notebook)
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -n 0 -m "$(FAST_TESTS)"
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 0 -m "$(FAST_TESTS)"
 
 # Every benchmark: the hot paths against references timed in the same run (a few minutes),
 # then the end-to-end wall time, peak memory and disk of every paper figure (hours at the full

@@ -88,6 +88,7 @@ def _edit_solver(copy: Path) -> None:
     solver.write_text(text)
 
 
+@pytest.mark.slow  # copies the package and runs Python on each copy
 def test_the_identity_follows_the_code_a_method_runs(package_copy, tmp_path):
     here = {name: code_identity(name) for name in METHODS}
     assert _identities(package_copy) == here  # comments, docstrings and the folder change nothing
@@ -100,6 +101,7 @@ def test_the_identity_follows_the_code_a_method_runs(package_copy, tmp_path):
     assert changed["OnlineMOM"] == here["OnlineMOM"] and changed["PFYL"] == here["PFYL"]
 
 
+@pytest.mark.slow
 def test_a_trial_is_trained_again_after_its_solver_changed(package_copy, tmp_path, caplog):
     """The issue's reproduction: edit a solver's numerics and rerun; the old models came back."""
     spec = parse_spec(SPEC)

@@ -72,6 +72,7 @@ def test_store_is_atomic_checked_and_reads_only_complete_files(trial, tmp_path, 
     assert not any((tmp_path / "full").iterdir())
 
 
+@pytest.mark.slow  # runs Python in a subprocess
 def test_training_key_ignores_docstrings_but_not_configuration(trial, tmp_path):
     """Item 6: the key hashes what the trial depends on, not the package source."""
     spec, data, solutions = trial

@@ -35,6 +35,7 @@ def test_user_unit_costs_equal_the_fitted_ones(problem, cost_model):
     assert same_routes(routes, problem.X).mean() > 0.8 and not failures
 
 
+@pytest.mark.slow
 def test_the_curve_chooses_the_best_held_out_share(problem):
     curve = route_validation_curve(problem, [1e-3, 1e-1, 10.0], n_folds=3, seed=0, cost_model="shared",
                                    arc_features=["free_flow_time", "baseline_delay"])

@@ -75,12 +75,14 @@ bench-methods: $(STAMP)
 
 # Inverse LP from x* alone: lambda tuned without costs on the shipped example (and with a
 # feature in other units), the dual formulation's 9-lambda grid against the basis
-# formulation's (the dual/basis ratio), then the scale-up table (up to ~15 minutes).
+# formulation's (the dual/basis ratio), the scale-up table, then RouteMOM on grids and the real
+# road networks of MOM_NETWORKS_DIR (benchmarks/route_fit.py; up to ~25 minutes in all).
 bench-inverse: $(STAMP)
 	$(BIN)/python benchmarks/inverse_tuning.py
 	$(BIN)/python benchmarks/dual_fit.py
 	$(BIN)/python benchmarks/tuning_folds.py
 	$(BIN)/python benchmarks/inverse_scale.py
+	$(BIN)/python benchmarks/route_fit.py
 
 # End-to-end wall time and peak memory of the whole paper at the paper's settings, as one
 # `kedro run --pipelines=paper` (each figure's stages from its run report; `benchmarks/experiments.py

@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-DEFAULT_CASES = ["grid5:1000:per_arc:dense", "grid10:300:per_arc:dense", "sioux:1000:shared", "sioux:1000:per_arc"]
+DEFAULT_CASES = ["grid5:1000:per_arc:dense", "sioux:1000:shared", "berlin:1000:shared", "sioux:300:per_arc"]
 TNTP = {"sioux": "SiouxFalls", "berlin": "Berlin-Friedrichshain", "anaheim": "Anaheim"}
 LAM = 1e-2
 

@@ -48,7 +48,7 @@ def two_way_network(seed=0, T=40, d=3):
     return Z, X, tails, heads, n_nodes, rng
 
 
-@pytest.mark.parametrize("lam", [1e-3, 1e-1])
+@pytest.mark.parametrize("lam", [pytest.param(1e-3, marks=pytest.mark.slow), 1e-1])
 def test_grid_equals_whole_qp_and_dual_formulation(lam):
     trial, X, tails, heads, n_nodes = grid_routes()
     Z = trial.train.Z
@@ -76,6 +76,7 @@ def test_network_with_cycles_per_arc_and_shared():
         assert fast.coef_.shape == ((len(tails) if arc_features is None else 3), Z.shape[1])
 
 
+@pytest.mark.slow
 def test_unusable_arcs_carry_no_margin():
     Z, X, tails, heads, n_nodes, rng = two_way_network(seed=1)
     usable = rng.uniform(size=X.shape) < 0.7
@@ -146,3 +147,10 @@ def test_solver_network_refuses_an_lp_that_is_not_a_network():
     X = trial.lp.solve(trial.train.C).x
     with pytest.raises(ValueError, match="node-arc incidence"):
         MOM(formulation="dual", solver="network").fit(trial.train.Z, X, lp=trial.lp)
+
+
+def test_hyperparameters_are_checked_at_fit():
+    Z, X, tails, heads, n_nodes, _ = two_way_network(seed=2, T=5)
+    for bad in (dict(lam=0.0), dict(lam=float("nan")), dict(solver="fast"), dict(tol=-1.0)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            RouteMOM(**bad).fit(Z, X, tails=tails, heads=heads, n_nodes=n_nodes)

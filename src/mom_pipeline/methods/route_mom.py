@@ -23,7 +23,7 @@ import numpy as np
 from ..solvers.network_margin import (NetworkSamples, incidence_matrix, network_margin_certificate, network_samples,
                                       predicted_costs, route_order, solve_network_margin)
 from ..blas_threads import one_blas_thread
-from .base import CostModel, NotFittedError, check_features, estimator_hyperparameters
+from .base import POSITIVE, CostModel, NotFittedError, StrOptions, check_features, estimator_hyperparameters
 
 ROUTE_SOLVERS = ("auto", "cvxpy")
 
@@ -45,6 +45,11 @@ class RouteMOM(CostModel):
     """
 
     needs_costs: ClassVar[bool] = False
+    _parameter_constraints: ClassVar[dict] = {
+        "lam": [POSITIVE],
+        "solver": [StrOptions(set(ROUTE_SOLVERS))],
+        "tol": [POSITIVE],
+    }
 
     lam: float = 1e-2
     solver: str = "auto"
@@ -52,12 +57,6 @@ class RouteMOM(CostModel):
 
     def fit(self, Z, X, *, tails, heads, n_nodes: int, arc_features=None, usable=None):
         """Fit from contexts Z (T, d) and routes X (T, n_arcs) 0/1 on the network (tails, heads)."""
-        if self.solver not in ROUTE_SOLVERS:
-            raise ValueError(f"unknown solver {self.solver!r}; choose one of {ROUTE_SOLVERS}")
-        if not (np.isfinite(self.lam) and self.lam > 0):
-            raise ValueError(f"lam must be a positive finite number; got {self.lam}")
-        if not self.tol > 0:
-            raise ValueError(f"tol must be positive; got {self.tol}")
         Z = check_features(Z)
         data = network_samples(tails, heads, n_nodes, X, Z, arc_features, usable)
         started = time.perf_counter()

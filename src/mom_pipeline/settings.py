@@ -8,6 +8,7 @@ from typing import Any
 from kedro.config import OmegaConfigLoader
 
 from mom_pipeline.console import NotYetWrittenPreviews
+from mom_pipeline.tracking import DEFAULT_RUN_ENV
 
 # Deprecation notices from third-party code that `kedro run` / `kedro viz` would print and that
 # a user cannot act on (Kedro reads this module before it loads the plugins): omegaconf's rename
@@ -44,7 +45,7 @@ class ProjectConfigLoader(OmegaConfigLoader):
 CONFIG_LOADER_CLASS = ProjectConfigLoader
 CONFIG_LOADER_ARGS = {
     "base_env": "base",
-    "default_run_env": "local",
+    "default_run_env": DEFAULT_RUN_ENV,
     # Environments such as conf/smoke/ override only the keys they name (e.g. trials,
     # sizes) and keep the rest of each experiment from conf/base/.
     "merge_strategy": {"parameters": "soft", "catalog": "soft"},

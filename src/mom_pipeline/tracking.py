@@ -34,6 +34,9 @@ from mom_pipeline.reporting.tables import metric_name
 log = logging.getLogger(__name__)
 
 
+#: The environment a run without --env uses (settings.py's CONFIG_LOADER_ARGS takes it from here).
+DEFAULT_RUN_ENV = "local"
+
 def _import_plugin_quietly():
     """kedro-mlflow's hook class, imported without MLflow's advice on type hints for the plugin's
     own pipeline model, which every `kedro` command would print and no user can act on (MLflow
@@ -121,9 +124,7 @@ def kedro_command(run_params: dict, argv: list[str] | None = None) -> str:
 
 def run_env(run_params: dict) -> str:
     """The run's configuration environment (Kedro's default when none was given)."""
-    from mom_pipeline.settings import CONFIG_LOADER_ARGS
-
-    return run_params.get("env") or CONFIG_LOADER_ARGS.get("default_run_env") or "local"
+    return run_params.get("env") or DEFAULT_RUN_ENV
 
 
 def hide_empty_default_experiment(client) -> None:

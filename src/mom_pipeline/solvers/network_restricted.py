@@ -1,0 +1,254 @@
+"""Network MOM's restricted QP (the route equalities and the working rows only): by Clarabel
+on its sparse form, or by the block interior-point method on a spanning forest of the
+working arcs (`network_margin`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .network_problem import NetworkSamples
+
+#: Clarabel's tolerances on each restricted QP.
+QP_TOL = 1e-10
+
+
+@dataclass
+class RestrictedSolution:
+    Theta: np.ndarray
+    S: np.ndarray            # (T, n) slacks on the working rows (0 elsewhere)
+    flows: np.ndarray        # (T, n) multipliers of the working rows times T, in [0, 1]
+    iterations: int
+    status: str
+    seconds: float
+
+
+def _theta_entries(data: NetworkSamples, t: np.ndarray, a: np.ndarray):
+    """Column indices and values of c_ta = phi_ta' vec(Theta) (vec row by row, Theta (q, d))."""
+    d = data.d
+    if data.F is None:
+        cols = a[:, None] * d + np.arange(d)[None, :]
+        vals = data.Z[t]
+    else:
+        q = data.q
+        cols = np.broadcast_to(np.arange(q * d)[None, :], (t.size, q * d))
+        vals = (data.F[a][:, :, None] * data.Z[t][:, None, :]).reshape(t.size, q * d)
+    return cols, vals
+
+
+def solve_restricted(data: NetworkSamples, working: np.ndarray, lam: float, threads: int = 1) -> RestrictedSolution:
+    """The MOM QP on the route equalities and the working rows only, by Clarabel."""
+    import clarabel
+
+    started = time.perf_counter()
+    T, n, p = data.T, data.n, data.q * data.d
+    rt, ra = np.nonzero(data.routes)
+    wt, wa = np.nonzero(working)
+    # Potentials of the nodes the route and working arcs touch; each route's destination and
+    # one node of every component that does not reach the route are fixed at 0 (the problem
+    # is invariant to shifting a component's potentials).
+    touched = np.zeros((T, data.n_nodes), dtype=bool)
+    for t_, a_ in ((rt, ra), (wt, wa)):
+        touched[t_, data.tails[a_]] = True
+        touched[t_, data.heads[a_]] = True
+    grounded = _grounded_nodes(data, touched, rt, ra, wt, wa)
+    variable = touched & ~grounded
+    index = np.full((T, data.n_nodes), -1, dtype=np.int64)
+    n_pot = int(variable.sum())
+    index[variable] = p + np.arange(n_pot)
+    R = wt.size
+    n_vars = p + n_pot + R
+    E = rt.size
+
+    def row_block(t_, a_, sign_theta, sign_pot, row0):
+        cols, vals = _theta_entries(data, t_, a_)
+        k = t_.size
+        r = row0 + np.arange(k)
+        pieces_r = [np.repeat(r, cols.shape[1])]
+        pieces_c = [cols.ravel()]
+        pieces_v = [sign_theta * vals.ravel()]
+        for node_of, s in ((data.tails, -1.0), (data.heads, 1.0)):
+            col = index[t_, node_of[a_]]
+            ok = col >= 0
+            pieces_r.append(r[ok])
+            pieces_c.append(col[ok])
+            pieces_v.append(np.full(ok.sum(), sign_pot * s))
+        return pieces_r, pieces_c, pieces_v
+
+    rows_r, rows_c, rows_v = [], [], []
+    for block in (row_block(rt, ra, 1.0, 1.0, 0), row_block(wt, wa, -1.0, -1.0, E)):
+        rows_r += block[0]
+        rows_c += block[1]
+        rows_v += block[2]
+    slack_cols = p + n_pot + np.arange(R)
+    rows_r += [E + np.arange(R), E + R + np.arange(R)]
+    rows_c += [slack_cols, slack_cols]
+    rows_v += [-np.ones(R), -np.ones(R)]
+    A = sp.csc_matrix((np.concatenate(rows_v), (np.concatenate(rows_r), np.concatenate(rows_c))),
+                      shape=(E + 2 * R, n_vars))
+    b = np.r_[np.zeros(E), -np.ones(R), np.zeros(R)]
+    P = sp.csc_matrix((np.full(p, lam), (np.arange(p), np.arange(p))), shape=(n_vars, n_vars))
+    q_vec = np.r_[np.zeros(p + n_pot), np.full(R, 1.0 / T)]
+    cones = [clarabel.ZeroConeT(E), clarabel.NonnegativeConeT(2 * R)] if E else [clarabel.NonnegativeConeT(2 * R)]
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = QP_TOL
+    settings.tol_ktratio = 1e-8
+    settings.max_iter = 500
+    settings.max_threads = max(1, int(threads))
+    settings.direct_solve_method = "faer" if p > 200 else "qdldl"
+    solution = clarabel.DefaultSolver(P, q_vec, A, b, cones, settings).solve()
+    status = str(solution.status)
+    if "Solved" not in status:
+        raise RuntimeError(f"network MOM: the restricted QP ({T} samples, {R} working rows) was not solved: {status}")
+    x, z = np.asarray(solution.x), np.asarray(solution.z)
+    S = np.zeros((T, n))
+    S[wt, wa] = np.maximum(x[p + n_pot:], 0.0)
+    flows = np.zeros((T, n))
+    flows[wt, wa] = np.clip(z[E:E + R] * T, 0.0, 1.0)
+    return RestrictedSolution(Theta=x[:p].reshape(data.q, data.d), S=S, flows=flows,
+                              iterations=int(solution.iterations), status=status,
+                              seconds=time.perf_counter() - started)
+
+
+def _grounded_nodes(data: NetworkSamples, touched, rt, ra, wt, wa) -> np.ndarray:
+    """(T, nodes) bool: each route's destination, and the first node of every component of the
+    route and working arcs (per sample) that does not contain the route."""
+    T, N = data.T, data.n_nodes
+    ends = [(t_ * N + data.tails[a_], t_ * N + data.heads[a_]) for t_, a_ in ((rt, ra), (wt, wa))]
+    u = np.concatenate([e[0] for e in ends])
+    v = np.concatenate([e[1] for e in ends])
+    graph = sp.csr_matrix((np.ones(u.size), (u, v)), shape=(T * N, T * N))
+    _, label = sp.csgraph.connected_components(graph, directed=False)
+    grounded = np.zeros(T * N, dtype=bool)
+    grounded[np.arange(T) * N + data.destinations] = True
+    flat_touched = touched.ravel()
+    route_labels = np.zeros(label.max() + 1, dtype=bool)
+    route_labels[label[np.arange(T) * N + data.destinations]] = True
+    candidates = np.flatnonzero(flat_touched & ~route_labels[label])
+    if candidates.size:
+        _, first = np.unique(label[candidates], return_index=True)
+        grounded[candidates[first]] = True
+    return grounded.reshape(T, N)
+
+
+@dataclass
+class TreeBlocks:
+    """The restricted QP in the block method's form. Per sample, the free potentials are
+    replaced by the reduced costs of a spanning forest of the working arcs rooted at the route
+    (or at one grounded node of a component that does not reach it): those are the local values
+    u_t with their own hinge; every other working row is coupled, m_tk'(Theta z_t) + n_tk'u_t,
+    with m_tk in the arc features' space (F' times the arc's reduced-cost operator)."""
+
+    M: np.ndarray                 # (T, K, q) coupled rows on Theta z_t
+    N: np.ndarray                 # (T, K, Q) coupled rows on the local values
+    coupled_arcs: np.ndarray      # (T, K) arc of each coupled row, -1 for padding
+    local_arcs: np.ndarray        # (T, Q) tree arc of each local value, -1 for padding
+    walks: list                   # per sample: (node, parent, arc, slot, node_is_tail) in tree order
+
+
+def tree_blocks(data: NetworkSamples, working: np.ndarray, orders: list[np.ndarray], F: np.ndarray) -> TreeBlocks:
+    """`TreeBlocks` of the working set (F: (n, q), the arc features the costs are built on)."""
+    T, q = data.T, F.shape[1]
+    per_sample = []
+    for t in range(T):
+        order = orders[t]
+        g = {}  # node -> coefficient of Theta z_t in its potential (q,)
+        to_go = np.cumsum(F[order][::-1], axis=0)[::-1]
+        for k, arc in enumerate(order):
+            g[int(data.tails[arc])] = to_go[k]
+        g[int(data.destinations[t])] = np.zeros(q)
+        route_nodes = set(g)
+        arcs = np.flatnonzero(working[t])
+        adjacency: dict[int, list[int]] = {}
+        for arc in arcs:
+            adjacency.setdefault(int(data.tails[arc]), []).append(int(arc))
+            adjacency.setdefault(int(data.heads[arc]), []).append(int(arc))
+        h = {v: {} for v in route_nodes}  # node -> {slot: coefficient} of the local values
+        walk, tree = [], set()
+        frontier = sorted(v for v in route_nodes if v in adjacency)
+        pending = sorted(v for v in adjacency if v not in route_nodes)
+        while True:
+            while frontier:
+                nxt = []
+                for parent in frontier:
+                    for arc in adjacency.get(parent, ()):
+                        tail, head = int(data.tails[arc]), int(data.heads[arc])
+                        child = head if tail == parent else tail
+                        if child in g:
+                            continue
+                        slot = len(walk)
+                        is_tail = child == tail
+                        # r_arc = c_arc - y_tail + y_head = u_slot gives the child's potential.
+                        g[child] = g[parent] + F[arc] if is_tail else g[parent] - F[arc]
+                        h[child] = dict(h[parent])
+                        h[child][slot] = h[child].get(slot, 0.0) + (-1.0 if is_tail else 1.0)
+                        walk.append((child, parent, arc, slot, is_tail))
+                        tree.add(arc)
+                        nxt.append(child)
+                frontier = nxt
+            pending = [v for v in pending if v not in g]
+            if not pending:
+                break
+            root = pending[0]  # a component that does not reach the route: grounded at 0
+            g[root], h[root] = np.zeros(q), {}
+            walk.append((root, -1, -1, -1, False))
+            frontier = [root]
+        coupled = [int(a) for a in arcs if int(a) not in tree]
+        rows_m = [F[a] - g[int(data.tails[a])] + g[int(data.heads[a])] for a in coupled]
+        rows_n = []
+        for a in coupled:
+            entry = {}
+            for node, sign in ((int(data.tails[a]), -1.0), (int(data.heads[a]), 1.0)):
+                for slot, value in h[node].items():
+                    entry[slot] = entry.get(slot, 0.0) + sign * value
+            rows_n.append(entry)
+        locals_ = [(slot, arc) for (_, _, arc, slot, _) in walk if arc >= 0]
+        per_sample.append((coupled, rows_m, rows_n, locals_, walk))
+    K = max(1, max(len(s[0]) for s in per_sample))
+    Q = max(1, max(len(s[3]) for s in per_sample))
+    M, N = np.zeros((T, K, q)), np.zeros((T, K, Q))
+    coupled_arcs, local_arcs = np.full((T, K), -1), np.full((T, Q), -1)
+    walks = []
+    for t, (coupled, rows_m, rows_n, locals_, walk) in enumerate(per_sample):
+        # Local values are numbered in walk order; walk slots skip grounded roots.
+        renumber = {slot: i for i, (slot, _) in enumerate(locals_)}
+        for k, (arc, m_row, n_row) in enumerate(zip(coupled, rows_m, rows_n)):
+            M[t, k] = m_row
+            coupled_arcs[t, k] = arc
+            for slot, value in n_row.items():
+                N[t, k, renumber[slot]] = value
+        for slot, arc in locals_:
+            local_arcs[t, renumber[slot]] = arc
+        walks.append([(node, parent, arc, renumber.get(slot, -1), is_tail) for node, parent, arc, slot, is_tail in walk])
+    return TreeBlocks(M, N, coupled_arcs, local_arcs, walks)
+
+
+def solve_restricted_blocks(data: NetworkSamples, working: np.ndarray, lam: float, orders: list[np.ndarray],
+                            F: np.ndarray, threads: int = 1) -> RestrictedSolution:
+    """The restricted QP by the block interior-point method on `tree_blocks`; Theta on F's
+    space (q, d), slacks and flows on the working rows as `solve_restricted`."""
+    from .block_hinge_ipm import block_hinge_qp
+
+    started = time.perf_counter()
+    blocks = tree_blocks(data, working, orders, F)
+    T, n = data.T, data.n
+    try:
+        result = block_hinge_qp(blocks.M, blocks.N, data.Z, lam, 1.0 / T, threads=threads)
+    except RuntimeError:
+        # A stalled solve is solved again with every Newton solve refined to round-off.
+        result = block_hinge_qp(blocks.M, blocks.N, data.Z, lam, 1.0 / T, threads=threads, accurate=True)
+    (W, U), alpha = result.solution, result.extra["multipliers"]
+    flows, S = np.zeros((T, n)), np.zeros((T, n))
+    margins = np.concatenate([(blocks.M @ (data.Z @ W.T)[:, :, None])[..., 0] + (blocks.N @ U[:, :, None])[..., 0], U],
+                             axis=1)
+    arcs = np.concatenate([blocks.coupled_arcs, blocks.local_arcs], axis=1)
+    t_index, k_index = np.nonzero(arcs >= 0)
+    flows[t_index, arcs[t_index, k_index]] = np.clip(alpha[t_index, k_index] * T, 0.0, 1.0)
+    S[t_index, arcs[t_index, k_index]] = np.maximum(0.0, 1.0 - margins[t_index, k_index])
+    return RestrictedSolution(Theta=W, S=S, flows=flows, iterations=result.iterations, status=result.status,
+                              seconds=time.perf_counter() - started)

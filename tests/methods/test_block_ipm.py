@@ -68,7 +68,10 @@ def test_problems_too_large_for_memory_stop_before_any_solve(monkeypatch):
     needed = policy.block_ipm_bytes(80, 16, 16, 40, d, 24, 1, r=16)
     monkeypatch.setattr(policy, "BLOCK_IPM_MAX_BYTES", needed - 1.0)
     with pytest.raises(DualFormulationTooLarge, match=fr"80 observations of 40 columns and 24 rows with {d} features") as caught:
-        MOM(lam=1e-2, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
+        check_dual_formulation_fits(trial.lp.A, X, d)
+    # A network LP (this grid) above the budget goes to the working set over arcs instead.
+    over = MOM(lam=1e-2, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
+    assert over.solver_info_["path"].startswith("network_working_set")
     fitting = int(re.search(r"at most (\d+) observations", str(caught.value)).group(1))
     assert policy.block_ipm_bytes(fitting, 16, 16, 40, d, 24, 1, r=16) <= needed - 1.0
     assert policy.block_ipm_bytes(fitting + 1, 16, 16, 40, d, 24, 1, r=16) > needed - 1.0
@@ -76,10 +79,24 @@ def test_problems_too_large_for_memory_stop_before_any_solve(monkeypatch):
     model = MOM(lam=1e-2, formulation="dual").fit(trial.train.Z[:fitting], X[:fitting], lp=trial.lp)
     assert model.solver_info_["solver"] == "block_ipm"
     monkeypatch.setattr(policy, "BLOCK_IPM_MAX_BYTES", needed)
-    assert MOM(lam=1e-2, formulation="dual").fit(trial.train.Z, X, lp=trial.lp).solver_info_["solver"] == "block_ipm"
+    at_budget = MOM(lam=1e-2, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
+    assert at_budget.solver_info_["solver"] == "block_ipm"
+    assert abs(over.objective_ - at_budget.objective_) <= 1e-7 * at_budget.objective_
     monkeypatch.setattr(policy, "BLOCK_IPM_MAX_BYTES", 1.0)
     with pytest.raises(DualFormulationTooLarge, match="not even one observation of this problem fits"):
         check_dual_formulation_fits(trial.lp.A, X, d)
+
+
+def test_an_lp_that_is_not_a_network_stops_above_the_budget(monkeypatch):
+    from mom_pipeline.problems import generate_knapsack
+    from mom_pipeline.solvers import policy
+    from mom_pipeline.solvers.policy import DualFormulationTooLarge
+
+    trial = generate_knapsack(n_train=30, n_test=1, seed=0)
+    X = trial.lp.solve(trial.train.C).x
+    monkeypatch.setattr(policy, "BLOCK_IPM_MAX_BYTES", 1.0)
+    with pytest.raises(DualFormulationTooLarge, match="not even one observation of this problem fits"):
+        MOM(lam=1e-2, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
 
 
 def test_the_default_budget_is_half_of_this_machines_memory(monkeypatch):

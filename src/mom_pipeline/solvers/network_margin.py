@@ -32,6 +32,7 @@ Ground floor: imports nothing from the project but `solvers.result` (numpy, scip
 from __future__ import annotations
 
 import logging
+import time
 
 import numpy as np
 
@@ -55,6 +56,8 @@ BAND = 1e-2
 #: A constraint counts as violated when it is off by more than this, relative to the costs' scale.
 VIOLATION_TOL = 1e-9
 MAX_ROUNDS = 50
+#: A fit logs each round at INFO once it has run this many seconds (DEBUG before).
+PROGRESS_AFTER = 10.0
 #: A working row whose flow (multiplier times T, in [0, 1]) and slack are below this leaves the
 #: working set after its round (`solve_network_margin(shrink=True)`): an interior-point optimum
 #: leaves round-off on both.
@@ -109,6 +112,7 @@ def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, t
     basis, cycle_space = cost_basis(data) if method == "blocks" else (None, False)
     history = []
     dropped = np.zeros_like(working)
+    started = time.perf_counter()
     for round_ in range(1, max_rounds + 1):
         restricted = None
         if method == "blocks":
@@ -127,9 +131,11 @@ def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, t
         history.append(dict(round=round_, working_rows=int(working.sum()), added=added,
                             infeasible_samples=int((~relaxation.feasible).sum()), qp_seconds=restricted.seconds,
                             qp_iterations=restricted.iterations, sweeps=relaxation.sweeps))
-        logger.info("network MOM round %d: %d working rows (%.1f per sample), %d samples with violated rows, "
-                    "%d rows added; QP %.1f s, %d iterations", round_, working.sum(), working.sum() / data.T,
-                    (~relaxation.feasible).sum(), added, restricted.seconds, restricted.iterations)
+        # Progress of long fits only: a tuning grid's many short fits would flood the console.
+        level = logging.INFO if time.perf_counter() - started > PROGRESS_AFTER else logging.DEBUG
+        logger.log(level, "network MOM round %d: %d working rows (%.1f per sample), %d samples with violated rows, "
+                   "%d rows added; QP %.1f s, %d iterations", round_, working.sum(), working.sum() / data.T,
+                   (~relaxation.feasible).sum(), added, restricted.seconds, restricted.iterations)
         if relaxation.feasible.all() and added == 0:
             break
         if added == 0:

@@ -34,8 +34,14 @@ def serve(folder: Path):
 
 @contextlib.contextmanager
 def chromium_page(url: str, width: int = 1600, height: int = 1000):
-    """A headless Chromium page at `url`."""
+    """A headless Chromium page at `url`; the test is skipped, naming the package, on a machine
+    without Debian's chromium (`.ci/run` installs it)."""
+    import pytest
     from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"headless Chromium not found at {CHROMIUM}: install Debian's package chromium "
+                    "(apt-get install chromium; .ci/run does)")
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)

@@ -21,7 +21,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..solvers.network_margin import (NetworkSamples, incidence_matrix, network_margin_certificate, network_samples,
-                                      predicted_costs, route_order, solve_network_margin)
+                                      solve_network_margin)
 from ..blas_threads import one_blas_thread
 from .base import POSITIVE, CostModel, NotFittedError, StrOptions, check_features, estimator_hyperparameters
 
@@ -127,4 +127,4 @@ def solve_network_margin_cvxpy(data: NetworkSamples, lam: float) -> tuple[np.nda
     return np.asarray(Theta.value), np.asarray(Y.value), flows
 
 
-__all__ = ["RouteMOM", "ROUTE_SOLVERS", "solve_network_margin_cvxpy", "route_order", "predicted_costs"]
+__all__ = ["RouteMOM", "ROUTE_SOLVERS", "solve_network_margin_cvxpy"]

@@ -151,7 +151,7 @@ def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, t
         working = working | relaxation.add
     else:
         raise RuntimeError(f"network MOM: not optimal after {max_rounds} working-set rounds")
-    potentials = feasible_potentials(C, restricted.S, data, fixed, relaxation.potentials)
+    potentials = feasible_potentials(C, restricted.S, data, relaxation.potentials)
     certificate = network_margin_certificate(restricted.Theta, potentials, restricted.flows, data, lam, orders)
     return SolverResult((restricted.Theta, potentials, restricted.flows), objective=certificate["objective"],
                         iterations=round_, status="optimal", path=f"network_working_set_{method}",

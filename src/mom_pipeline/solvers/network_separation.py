@@ -127,8 +127,7 @@ def _add_cycle(add: np.ndarray, pred_t: np.ndarray, t: int, data: NetworkSamples
         add[t, pred_t[pred_t >= 0]] = True
 
 
-def feasible_potentials(C: np.ndarray, S: np.ndarray, data: NetworkSamples, fixed: np.ndarray,
-                        relaxed: np.ndarray) -> np.ndarray:
+def feasible_potentials(C: np.ndarray, S: np.ndarray, data: NetworkSamples, relaxed: np.ndarray) -> np.ndarray:
     """Potentials on every node from a feasible relaxation: route nodes fixed, relaxed free nodes
     as relaxed, nodes it never reached placed high enough above the rest that rows into them
     hold, then relaxed among themselves (a negative cycle among them would have been found)."""

@@ -21,7 +21,11 @@ from ..problems import GENERATORS
 
 SWEEPABLE = ("degree", "alpha_bar", "eps_bar", "eta_bar", "n_train")
 MODES = ("offline", "online")
-METHOD_KEYS = ("estimator", "params", "grid", "radius_factors", "x_star_only")
+METHOD_KEYS = ("estimator", "params", "grid", "radius_factors", "x_star_only", "tuning", "tuning_folds")
+#: How a tuned method picks its grid cell (experiments/train.py): by the true costs on a validation
+#: quarter, or (MOM from x* alone) by the held-out decisions it reproduces, never reading a cost.
+TUNINGS = ("costs", "decisions")
+
 
 
 class SpecError(ValueError):
@@ -74,6 +78,8 @@ class MethodConfig(StrictModel):
     grid: dict[str, Annotated[list[Any], Field(min_length=1)]] = {}
     radius_factors: tuple[float, ...] = ()
     x_star_only: StrictBool = False
+    tuning: Literal[TUNINGS] = "costs"
+    tuning_folds: Annotated[StrictInt, Field(ge=2)] = 4
 
     @model_validator(mode="after")
     def _known_estimator_and_hyperparameters(self):
@@ -96,6 +102,16 @@ class MethodConfig(StrictModel):
         if self.x_star_only and cls.needs_costs:
             raise SpecError(f"method {self.label!r}: {self.estimator} needs the costs c, so it cannot run from "
                             "x* only (x_star_only)")
+        if self.tuning == "decisions":
+            tunable = [name for name, entry in METHODS.items() if hasattr(entry.cls, "tuned_from_decisions")]
+            if self.estimator not in tunable or not self.x_star_only or set(self.grid) != {"lam"} \
+                    or self.radius_factors:
+                raise SpecError(f"method {self.label!r}: tuning from decisions needs an estimator of "
+                                f"{tunable} with x_star_only: true and a grid of lam alone; got "
+                                f"{self.estimator} with x_star_only={self.x_star_only} and grid {sorted(self.grid)}"
+                                + (" and radius_factors" if self.radius_factors else ""))
+        elif "tuning_folds" in self.model_fields_set:
+            raise SpecError(f"method {self.label!r}: tuning_folds applies to tuning: decisions only")
         return self
 
 

@@ -60,6 +60,8 @@ class StoredPredictions:
     test_digest: str
     test_costs: np.ndarray
     needs_costs: bool = True
+    # fitted on standardized features (`MOM.fit_standardized`: a model tuned from decisions)
+    standardized: bool = False
 
     def predict_cost(self, Z) -> np.ndarray:
         """The stored predictions when `Z` is the trial's test features; otherwise refit first."""
@@ -74,6 +76,8 @@ class StoredPredictions:
         data = trial.data
         model = method_entry(self.estimator).cls(**self.params)
         basis = None if self.x_star_only else solutions.train.basis
+        if self.standardized:
+            return model.fit_standardized(data.train.Z, solutions.train.x, lp=data.lp, basis=basis)
         return model.fit(data.train.Z, solutions.train.x, lp=data.lp, basis=basis,
                          C=data.train.C if model.needs_costs else None)
 
@@ -123,7 +127,8 @@ def lighten(methods: dict, trial, keep_models: str, configs: dict) -> dict:
             stored = StoredPredictions(estimator=tm.estimator, params=tm.model.get_params(),
                                        x_star_only=configs[label].x_star_only, test_digest=array_digest(Z),
                                        test_costs=np.asarray(tm.model.predict_cost(Z), dtype=float),
-                                       needs_costs=tm.model.needs_costs)
+                                       needs_costs=tm.model.needs_costs,
+                                       standardized=hasattr(tm.model, "feature_scaling_"))
             tm = dataclasses.replace(tm, model=stored)
         out[label] = tm
     return out

@@ -10,6 +10,12 @@ A method's configuration (``methods:`` in an experiment's parameters) is
                                    #   (the paper's ORACLE choice: V is the ground truth)
       x_star_only: false           # true: the method gets no basis, only x* (inverse LP: MOM
                                    #   then completes supp(x*) itself, or uses no basis at all)
+      tuning: costs                # costs (default): the grid cell of lowest relative loss on a
+                                   #   validation quarter, scored with the true costs;
+                                   #   decisions (MOM from x* alone): lam by K-fold validation on
+                                   #   the held-out decisions reproduced, the inverse pipeline's
+                                   #   `cost_free_tuning.validation_curve`; no cost is ever read
+      tuning_folds: 4              # K of tuning: decisions
 
 A method set to null (``<label>: null``, e.g. in an environment that overrides a base
 configuration) is left out of that experiment.
@@ -98,6 +104,8 @@ def train_method(spec: ExperimentSpec, config: MethodConfig, trial: TrialData, s
 
     basis = None if config.x_star_only else solutions.train.basis
 
+    if config.tuning == "decisions":
+        return _train_from_decisions(config, cls(**fixed), trial, solutions, seed)
     if not grid:
         # Nothing to tune: one fit on all training samples, no validation split.
         started = time.perf_counter()
@@ -119,6 +127,25 @@ def train_method(spec: ExperimentSpec, config: MethodConfig, trial: TrialData, s
     return TrainedMethod(label=config.label, estimator=config.estimator, model=model,
                          best_params=result.best_params, fit_seconds=fit_seconds,
                          tuning_seconds=tuning_seconds, tuning_scores=result.scores, fallbacks=result.fallbacks)
+
+
+def _train_from_decisions(config: MethodConfig, template: CostModel, trial: TrialData, solutions: TrialSolutions,
+                          seed: int) -> TrainedMethod:
+    """lam chosen from the decisions alone, then the refit on every training sample
+    (`tuned_from_decisions` of the estimator class: for MOM, the inverse pipeline's
+    `cost_free_tuning.validation_curve`). Only x* and the LPs are passed, never the costs."""
+    data = trial.data
+    started = time.perf_counter()
+    model, curve = type(template).tuned_from_decisions(template.get_params(), config.grid["lam"], data.train.Z,
+                                                       solutions.train.x, data.lp, n_folds=config.tuning_folds,
+                                                       seed=seed)
+    tuning_seconds = time.perf_counter() - started
+    grid_seconds = float(curve["grid_fit_seconds"].iloc[0])
+    # mean_relative_loss is NaN: no cell is scored with costs (the hyperparameter table says so)
+    scores = curve.assign(mean_relative_loss=np.nan, fit_seconds=grid_seconds / len(curve))
+    return TrainedMethod(label=config.label, estimator=config.estimator, model=model,
+                         best_params={"lam": float(model.lam)}, fit_seconds=max(0.0, tuning_seconds - grid_seconds),
+                         tuning_seconds=tuning_seconds, tuning_scores=scores)
 
 
 @contextlib.contextmanager

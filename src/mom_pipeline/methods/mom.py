@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from ..lp import StandardFormLP
 from .base import (N_JOBS, POSITIVE, LinearCostModel, StrOptions, check_features, check_samples,
@@ -151,6 +154,26 @@ class MOM(LinearCostModel):
             Theta, info = solve_mom(M, Z, self.lam, self.radius, self.solver, self.tol, A=constraint_matrix)
             self._set_fitted(Theta, mom_objective(Theta, M, Z, self.lam), info, time.perf_counter() - start, Z)
         return self
+
+    def fit_standardized(self, Z, X_star, *, lp: StandardFormLP, basis=None) -> MOM:
+        """`fit` on standardized features, coef_ then in the user's units and the scaling kept
+        as ``feature_scaling_`` (`cost_free_tuning.fit_standardized`, as the inverse pipeline fits)."""
+        from .cost_free_tuning import fit_standardized
+
+        return fit_standardized(self, Z, X_star, lp, basis=basis)
+
+    @classmethod
+    def tuned_from_decisions(cls, params: dict, lambdas, Z, X_star, lp: StandardFormLP, *, n_folds: int,
+                             seed: int) -> tuple[MOM, pd.DataFrame]:
+        """(the model at the lam chosen from the observed decisions alone, refitted on every
+        sample; the validation curve that chose it): `cost_free_tuning.validation_curve`, the
+        inverse pipeline's choice (K seeded folds, the highest share of held-out x* reproduced,
+        ties to the lower held-out hinge). The fits standardize the features, so does the refit."""
+        from .cost_free_tuning import validation_curve
+
+        curve = validation_curve(params, Z, X_star, lp, lambdas, n_folds=n_folds, seed=seed)
+        lam = float(curve.loc[curve["chosen"], "lam"].iloc[0])
+        return cls(**{**params, "lam": lam}).fit_standardized(Z, X_star, lp=lp), curve
 
     def _network_problem(self, problem, X, Z, threads: int):
         """The `network_margin.NetworkSamples` of a dual-formulation fit that the network method

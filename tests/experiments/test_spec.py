@@ -24,6 +24,10 @@ def test_seeds_are_per_cell_and_stable():
     ({"basis_mode": "magic"}, "basis_mode"),
     ({"fixed": {"n_train": 10, "n_test": 5, "bogus": 1}}, "shortest_path settings: unknown parameter 'bogus'"),
     ({"fixed": {"degree": 2, "n_train": 1, "n_test": 1}}, "both swept and fixed"),
+    ({"plot": {"metric": "regret"}}, "plot.metric"),
+    ({"plot": {"sharey": True}}, "experiment.plot: unknown parameter 'sharey' \\(did you mean 'share_y'"),
+    ({"problem": "knapsack", "fixed": {"n_train": 10, "n_test": 5}, "plot": {"metric": "relative_loss_released"}},
+     "for knapsack the released metric is the paper's"),
 ])
 def test_bad_specs_are_named(change, message):
     with pytest.raises(SpecError, match=message):

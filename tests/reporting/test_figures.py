@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mom_pipeline.reporting import boxplot_figure, boxplot_plotly, metric_name, regret_curve_plotly, trial_count
+from mom_pipeline.reporting import box_metric, boxplot_figure, boxplot_plotly, metric_name, regret_curve_plotly, trial_count
 from mom_pipeline.reporting.figures import LOG_FLOOR, MEDIAN_COLOR
 
 
@@ -62,3 +62,51 @@ def test_regret_curves_have_bands():
 def test_metric_names_are_tracker_safe():
     assert metric_name("SPO+", "degree_4", "exact_rate") == "SPOplus.degree_4.exact_rate"
     assert metric_name("a=b", "x") == "a_b.x"
+
+
+def _shortest_path_trials():
+    """Per-trial means of the paper's ratio and of the released metric (64x and more), on two
+    degrees whose losses differ by two orders of magnitude."""
+    rows = [dict(setting="degree", setting_value=d, trial=t, method=m, mean_relative_loss=loss * scale,
+                 mean_relative_loss_released=80 * loss * scale)
+            for d, scale in ((1, 1.0), (6, 100.0)) for t in range(4)
+            for m, loss in (("OLS", 1e-3 * (t + 1)), ("MOM", 2e-3 * (t + 1)))]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("metric, axis_text, caption_text", [
+    ("relative_loss", r"c^\top x^*", "y: the paper's ratio"),
+    ("relative_loss_released", "released code's metric", "y: the released code's metric"),
+])
+def test_box_figure_names_its_metric_and_draws_its_column(metric, axis_text, caption_text):
+    trials = _shortest_path_trials()
+    style = box_metric("shortest_path", metric)
+    fig = boxplot_figure(trials, "t", metric=style)
+    assert axis_text in fig.axes[0].get_ylabel()
+    assert caption_text in " ".join(t.get_text() for t in fig.texts).replace("\n", " ")
+    column = {"relative_loss": "mean_relative_loss", "relative_loss_released": "mean_relative_loss_released"}[metric]
+    drawn = max(np.max(line.get_ydata()) for line in fig.axes[1].lines if len(line.get_ydata()))
+    assert drawn == pytest.approx(trials.loc[trials["setting_value"] == 6, column].max())
+    plotly = boxplot_plotly(trials, "t", metric=style)
+    assert plotly.layout.yaxis.title.text == style.plotly_label and "$" not in style.plotly_label
+    assert max(max(t.y) for t in plotly.data if t.type == "box") == pytest.approx(trials[column].max())
+    matplotlib.pyplot.close("all")
+
+
+def test_knapsack_has_no_released_variant_of_its_metric():
+    assert "released" not in box_metric("knapsack").note
+    with pytest.raises(ValueError, match="no box figure"):
+        box_metric("knapsack", "relative_loss_released")
+
+
+@pytest.mark.parametrize("share_y", [False, True])
+def test_panels_share_a_y_range_only_when_asked(share_y):
+    trials = _shortest_path_trials()
+    fig = boxplot_figure(trials, "t", metric=box_metric("shortest_path"), share_y=share_y)
+    low, high = (ax.get_ylim() for ax in fig.axes)
+    assert (low == high) is share_y  # the degrees differ 100x: own ranges differ
+    caption = " ".join(t.get_text() for t in fig.texts).replace("\n", " ")
+    assert ("one y range for all panels" if share_y else "each panel its own y range") in caption
+    plotly = boxplot_plotly(trials, "t", metric=box_metric("shortest_path"), share_y=share_y)
+    assert (tuple(plotly.layout.yaxis.range) == tuple(plotly.layout.yaxis2.range)) is share_y
+    matplotlib.pyplot.close("all")

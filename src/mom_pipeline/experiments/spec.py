@@ -67,6 +67,26 @@ class Sweep(StrictModel):
     values: Annotated[tuple[StrictInt | float, ...], Field(min_length=1)]
 
 
+class PlotSettings(StrictModel):
+    """How the figure of an offline experiment is drawn (the tables always hold every metric).
+
+    metric: ``relative_loss`` (default), the paper's ratio: c'(x_hat - x*)/c'x* for shortest path,
+    regret/||c||_2 for the knapsack; ``relative_loss_released`` (shortest path only) the quantity
+    the authors' released code computed, regret times the sum of 1/c_j over the optimal path: the
+    scale of the published figures 1, 2 and 7, at least 64 times the ratio (docs/paper_notes.md).
+    share_y: one y range for every panel. The published figures give each panel its own range
+    (default False), so a panel can be laid over the paper's.
+    log_y: a log y axis (values below the floor drawn at it, the caption counts them); the
+    published figures are linear (False).
+    """
+
+    where: ClassVar[str] = "experiment.plot"
+
+    metric: Literal["relative_loss", "relative_loss_released"] = "relative_loss"
+    share_y: StrictBool = False
+    log_y: StrictBool = True
+
+
 class MethodConfig(StrictModel):
     """One method of an experiment (see experiments/train.py for the meaning of each key)."""
 
@@ -134,6 +154,7 @@ class ExperimentSpec(StrictModel):
     figure: str = ""
     mode: Literal[MODES] = "offline"
     curves_exclude: tuple[str, ...] = ()
+    plot: PlotSettings = PlotSettings()
     methods: dict[str, MethodConfig] = {}
 
     @model_validator(mode="before")
@@ -154,6 +175,10 @@ class ExperimentSpec(StrictModel):
         if self.problem not in GENERATORS:
             raise SpecError(f"experiment {self.name!r}: unknown problem {self.problem!r}"
                             f"{nearest(self.problem, GENERATORS)}; choose one of {sorted(GENERATORS)}")
+        if self.plot.metric == "relative_loss_released" and self.problem != "shortest_path":
+            raise SpecError(f"experiment {self.name!r}: plot.metric relative_loss_released is the released code's "
+                            f"shortest-path quantity; for {self.problem} the released metric is the paper's "
+                            "(relative_loss)")
         if self.sweep.param in self.fixed:
             raise SpecError(f"experiment {self.name!r}: {self.sweep.param!r} is both swept and fixed")
         signature = inspect.signature(GENERATORS[self.problem]).parameters

@@ -6,6 +6,9 @@ the Makefile and the tests set MPLBACKEND=Agg for headless runs."""
 
 from __future__ import annotations
 
+import textwrap
+from dataclasses import dataclass
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -18,6 +21,9 @@ MEDIAN_COLOR = "black"
 # Relative losses are often exactly 0 (the method recovers the optimal decision): on a log
 # axis they are drawn at this floor, and the caption says so.
 LOG_FLOOR = 1e-4
+# Captions are wrapped to the figure's width (7-point text); no figure is narrower than this.
+CAPTION_CHARS_PER_INCH = 17
+MIN_FIGURE_WIDTH = 6.0
 # The paper's names for the swept parameters.
 SETTING_LABELS = {"degree": "degree", "alpha_bar": "attack power", "n_train": "training size T"}
 
@@ -37,6 +43,45 @@ def _n_trials(frame: pd.DataFrame) -> int:
 
 def _methods(frame: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(frame["method"]))
+
+
+@dataclass(frozen=True)
+class BoxMetric:
+    """What a box figure's y axis shows: the trial-summary column, the axis label (matplotlib
+    math text; plain unicode for plotly, which kedro-viz renders without MathJax) and a caption
+    note saying how it relates to the published figures."""
+
+    column: str
+    label: str
+    plotly_label: str
+    note: str = ""
+
+
+_SP_RATIO = r"$c^\top(\hat{x} - x^*)\,/\,c^\top x^*$"
+_SP_RATIO_TEXT = "cᵀ(x̂ − x*) / cᵀx*"
+BOX_METRICS = {
+    ("shortest_path", "relative_loss"): BoxMetric(
+        "mean_relative_loss", "relative loss " + _SP_RATIO + "\n(per-trial mean)",
+        f"relative loss {_SP_RATIO_TEXT} (per-trial mean)",
+        "y: the paper's ratio; the published figures show the released code's metric, at least 64x larger "
+        "(plot.metric: relative_loss_released)"),
+    ("shortest_path", "relative_loss_released"): BoxMetric(
+        "mean_relative_loss_released", r"released code's metric: regret $\cdot\ \Sigma_{j \in P^*}\, 1/c_j$"
+        "\n(per-trial mean)", "released code's metric: regret · Σ 1/c_j over the optimal path (per-trial mean)",
+        f"y: the released code's metric (the published figures' scale), at least 64x the paper's ratio "
+        f"{_SP_RATIO_TEXT}"),
+    ("knapsack", "relative_loss"): BoxMetric(
+        "mean_relative_loss", r"relative loss $c^\top(\hat{x} - x^*)\,/\,\|c\|_2$" "\n(per-trial mean)",
+        "relative loss cᵀ(x̂ − x*) / ‖c‖₂ (per-trial mean)"),
+}
+
+
+def box_metric(problem: str, metric: str = "relative_loss") -> BoxMetric:
+    """The y axis of a box figure of `problem` drawing `metric` (``experiment.plot.metric``)."""
+    try:
+        return BOX_METRICS[(problem, metric)]
+    except KeyError:
+        raise ValueError(f"no box figure of {metric!r} for problem {problem!r}; known: {sorted(BOX_METRICS)}") from None
 
 
 def _boxes(trials: pd.DataFrame, metric: str, log_scale: bool):
@@ -62,19 +107,33 @@ def floor_caption(floored: int) -> str:
             if floored else "log axis")
 
 
-def _caption(trials: pd.DataFrame, floored: int, log_scale: bool) -> str:
-    text = f"boxes over {trial_count(_n_trials(trials))}"
-    return f"{text}; {floor_caption(floored)}" if log_scale else text
+def _caption(trials: pd.DataFrame, floored: int, log_scale: bool, share_y: bool, note: str = "") -> str:
+    parts = [f"boxes over {trial_count(_n_trials(trials))}, black line: median"]
+    if log_scale:
+        parts.append(floor_caption(floored))
+    parts.append("one y range for all panels" if share_y else "each panel its own y range")
+    return "; ".join(parts + ([note] if note else []))
 
 
-def boxplot_figure(trials: pd.DataFrame, title: str, metric: str = "mean_relative_loss",
-                   ylabel: str = "relative loss (per-trial mean)", log_scale: bool = True):
+def add_caption(fig, text: str, width_inches: float) -> float:
+    """`text` under the figure, wrapped to its width (a one-panel figure clipped one line on
+    both sides); returns the fraction of the height it takes, for `tight_layout(rect=...)`."""
+    lines = textwrap.wrap(text, width=max(40, int(width_inches * CAPTION_CHARS_PER_INCH)))
+    fig.text(0.5, 0.01, "\n".join(lines), ha="center", va="bottom", fontsize=7, color="0.35")
+    return (0.02 + 0.13 * len(lines)) / fig.get_figheight()
+
+
+def boxplot_figure(trials: pd.DataFrame, title: str, metric: BoxMetric | str = "mean_relative_loss",
+                   ylabel: str = "relative loss (per-trial mean)", log_scale: bool = True, share_y: bool = False):
     """One panel per setting value, one box per method over the trials, medians in black.
-    `log_scale` (default): a log y-axis, values below LOG_FLOOR drawn at it (caption)."""
+    `metric`: a trial-summary column, or a `BoxMetric` (column, label and caption note).
+    `log_scale` (default): a log y-axis, values below LOG_FLOOR drawn at it (caption);
+    `share_y`: one y range for every panel (the published figures give each its own)."""
+    metric = metric if isinstance(metric, BoxMetric) else BoxMetric(metric, ylabel, ylabel)
     setting = trials["setting"].iloc[0]
-    panels, floored = _boxes(trials, metric, log_scale)
-    # Each setting on its own scale: losses differ by orders of magnitude across degrees.
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels) + 1, 4.0), sharey=False, squeeze=False)
+    panels, floored = _boxes(trials, metric.column, log_scale)
+    width = max(3.2 * len(panels) + 1, MIN_FIGURE_WIDTH)
+    fig, axes = plt.subplots(1, len(panels), figsize=(width, 4.2), sharey=share_y, squeeze=False)
     for ax, (value, boxes) in zip(axes[0], panels):
         box = ax.boxplot([v for _, v in boxes], patch_artist=True, widths=0.6,
                          medianprops=dict(color=MEDIAN_COLOR, linewidth=2),
@@ -87,32 +146,69 @@ def boxplot_figure(trials: pd.DataFrame, title: str, metric: str = "mean_relativ
         ax.grid(axis="y", alpha=0.3)
         if log_scale:
             ax.set_yscale("log")
-    axes[0][0].set_ylabel(ylabel)
+    axes[0][0].set_ylabel(metric.label)
     fig.suptitle(title)
-    fig.text(0.5, 0.01, _caption(trials, floored, log_scale) + "; black line: median", ha="center", va="bottom", fontsize=7, color="0.35")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    caption = _caption(trials, floored, log_scale, share_y, metric.note)
+    fig.tight_layout(rect=(0, add_caption(fig, caption, width), 1, 1))
     return fig
 
 
-def boxplot_plotly(trials: pd.DataFrame, title: str, metric: str = "mean_relative_loss",
-                   ylabel: str = "relative loss (per-trial mean)", log_scale: bool = True) -> go.Figure:
-    """The box plots as a plotly figure (kedro-viz previews it): the same panels, floor and
-    colours as `boxplot_figure`, each box centred on its method's label."""
+def log_ticks(low: float, high: float) -> tuple[list[float], list[str]]:
+    """Tick values and labels of a log axis over [low, high] as matplotlib labels them: the
+    decades (10⁻⁴), and 2 and 5 times them when the range holds fewer than two decades (plotly
+    labelled the minor ticks 2..9 alone and the floor '100μ')."""
+    first, last = int(np.floor(np.log10(low))), int(np.ceil(np.log10(high)))
+    multiples = (1,) if last - first > 2 else (1, 2, 5)
+    values = [m * 10.0 ** e for e in range(first, last + 1) for m in multiples]
+    values = [v for v in values if low / 1.0001 <= v <= high * 1.0001] or [10.0 ** first]
+    return values, [_power_label(v) for v in values]
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _power_label(value: float) -> str:
+    exponent = int(np.floor(np.log10(value) + 1e-9))
+    mantissa = round(value / 10.0 ** exponent)
+    power = f"10{str(exponent).translate(_SUPERSCRIPT)}"
+    return power if mantissa == 1 else f"{mantissa}×{power}"
+
+
+def _log_range(values: list[np.ndarray]) -> tuple[float, float]:
+    data = np.concatenate([v for v in values if len(v)] or [np.array([LOG_FLOOR])])
+    return float(data.min()), float(data.max())
+
+
+def boxplot_plotly(trials: pd.DataFrame, title: str, metric: BoxMetric | str = "mean_relative_loss",
+                   ylabel: str = "relative loss (per-trial mean)", log_scale: bool = True,
+                   share_y: bool = False) -> go.Figure:
+    """The box plots as a plotly figure (kedro-viz previews it), drawn as `boxplot_figure`
+    draws them: the same panels, floor, y ranges, colours, black outlines and medians, and log
+    ticks labelled as matplotlib labels them."""
+    metric = metric if isinstance(metric, BoxMetric) else BoxMetric(metric, ylabel, ylabel)
     setting = trials["setting"].iloc[0]
-    panels, floored = _boxes(trials, metric, log_scale)
-    fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=False,
+    panels, floored = _boxes(trials, metric.column, log_scale)
+    fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=share_y,
                         subplot_titles=[f"{setting_label(setting)} = {v:g}" for v, _ in panels])
+    shared_range = _log_range([v for _, boxes in panels for _, v in boxes])
     for j, (value, boxes) in enumerate(panels, start=1):
         for i, (method, values) in enumerate(boxes):
-            # x = the method's name: one box per category, centred on its label.
+            color = PALETTE[i % len(PALETTE)]
+            # x = the method's name: one box per category, centred on its label. The line (outline,
+            # whiskers and median) is black as in the PNG; the face carries the method's colour.
             fig.add_trace(go.Box(x=[method] * len(values), y=values, name=method, boxpoints="outliers",
-                                 marker_color=PALETTE[i % len(PALETTE)], line=dict(width=1.5),
-                                 legendgroup=method, showlegend=(j == 1)), row=1, col=j)
+                                 fillcolor=_rgba(color, 0.6), line=dict(width=1.5, color=MEDIAN_COLOR),
+                                 marker=dict(color=color, size=4), legendgroup=method, showlegend=(j == 1)),
+                          row=1, col=j)
         if log_scale:
-            fig.update_yaxes(type="log", row=1, col=j)
-    fig.update_yaxes(title_text=ylabel, row=1, col=1)
-    caption = dict(text=_caption(trials, floored, log_scale), xref="paper", yref="paper", x=0.5, y=-0.3,
-                   showarrow=False, font=dict(size=10, color="gray"), xanchor="center")
+            low, high = shared_range if share_y else _log_range([v for _, v in boxes])
+            ticks, labels = log_ticks(low, high)
+            pad = 0.05 * max(np.log10(high / low), 0.3)
+            fig.update_yaxes(type="log", range=[np.log10(low) - pad, np.log10(high) + pad], tickmode="array",
+                             tickvals=ticks, ticktext=labels, row=1, col=j)
+    fig.update_yaxes(title_text=metric.plotly_label, row=1, col=1)
+    caption = dict(text=_caption(trials, floored, log_scale, share_y, metric.note), xref="paper", yref="paper",
+                   x=0.5, y=-0.3, showarrow=False, font=dict(size=10, color="gray"), xanchor="center")
     fig.update_layout(title=title, boxmode="overlay", margin=dict(b=90),
                       annotations=list(fig.layout.annotations) + [caption])
     return fig

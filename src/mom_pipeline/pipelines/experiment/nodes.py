@@ -26,7 +26,7 @@ from mom_pipeline.experiments.progress import progress
 from mom_pipeline.experiments.storage import StoredTrial, TrainingPlan
 from mom_pipeline.experiments.train import (hyperparameter_rows, log_failed_cell_summary, log_failed_cells,
                                            train_for_storage, with_reused)
-from mom_pipeline.reporting import (boxplot_figure, boxplot_plotly, online_markdown, online_summary,
+from mom_pipeline.reporting import (box_metric, boxplot_figure, boxplot_plotly, online_markdown, online_summary,
                                     regret_curve_figure, regret_curve_plotly, summary_markdown, summary_table,
                                     trial_count)
 
@@ -156,15 +156,19 @@ def _title(spec: ExperimentSpec) -> str:
 
 
 def report_experiment(evaluation: pd.DataFrame, trial_summary: pd.DataFrame, experiment: ExperimentSpec):
-    """Summary (CSV and markdown), the box-plot figure (matplotlib) and its plotly twin."""
+    """Summary (CSV and markdown), the box-plot figure (matplotlib) and its plotly twin, drawn
+    as ``experiment.plot`` says (metric, shared y range, log axis)."""
     spec = parse_spec(experiment)
     check_tables(spec, evaluation, trial_summary)
     summary = summary_table(evaluation, trial_summary)
+    metric = box_metric(spec.problem, spec.plot.metric)
     notes = (f"Problem: {spec.problem}; swept: {spec.sweep_param} in {list(spec.sweep_values)}; fixed: {spec.fixed}; "
-             f"{trial_count(spec.trials)}; seed {spec.seed}; bases: {spec.basis_mode}. Relative loss as the paper defines it.")
+             f"{trial_count(spec.trials)}; seed {spec.seed}; bases: {spec.basis_mode}. Relative loss as the paper "
+             f"defines it; the figure shows {spec.plot.metric}.")
     markdown = summary_markdown(summary, _title(spec), notes)
-    figure = boxplot_figure(trial_summary, _title(spec))
-    plotly_figure = boxplot_plotly(trial_summary, _title(spec))
+    style = dict(metric=metric, log_scale=spec.plot.log_y, share_y=spec.plot.share_y)
+    figure = boxplot_figure(trial_summary, _title(spec), **style)
+    plotly_figure = boxplot_plotly(trial_summary, _title(spec), **style)
     plt.close(figure)  # the dataset saves it; keep pyplot's registry from growing
     return summary, markdown, figure, plotly_figure
 

@@ -3,6 +3,7 @@ against HiGHS, recovery of noise-free linear decisions, lockstep grids, bad inpu
 
 import numpy as np
 import pytest
+from finite_differences import central_differences
 
 from mom_pipeline.lp import StandardFormLP, solve_lp_batch
 from mom_pipeline.methods import DBB, OLS, PFYL
@@ -16,16 +17,6 @@ def path_trial():
     return generate_shortest_path(12, 0, degree=2, eps_bar=0.3, cost_formula="pyepo", seed=5)
 
 
-def _central_differences(loss_of, C_hat, h=1e-6):
-    """d loss_t / d c_hat_tj by central differences, every (t, j) at once per column j."""
-    grad = np.zeros_like(C_hat)
-    for j in range(C_hat.shape[1]):
-        step = np.zeros_like(C_hat)
-        step[:, j] = h
-        grad[:, j] = (loss_of(C_hat + step) - loss_of(C_hat - step)) / (2 * h)
-    return grad
-
-
 @pytest.mark.parametrize("sigma", [0.1, 1.0])
 def test_pfyl_gradient_is_the_derivative_of_the_perturbed_loss_with_fixed_noise(path_trial, sigma):
     lp, C = path_trial.lp, path_trial.train.C
@@ -34,7 +25,7 @@ def test_pfyl_gradient_is_the_derivative_of_the_perturbed_loss_with_fixed_noise(
     X_star = lp.solve(C).x
     noise = rng.standard_normal((C.shape[0], 7, lp.n))
     loss, grad = pfyl_loss(C_hat, X_star, lp, noise, sigma)
-    numeric = _central_differences(lambda W: pfyl_loss(W, X_star, lp, noise, sigma)[0], C_hat)
+    numeric = central_differences(lambda W: pfyl_loss(W, X_star, lp, noise, sigma)[0], C_hat)
     np.testing.assert_allclose(grad, numeric, atol=1e-6)
     # The loss itself, from HiGHS: c_hat'x* - mean_m min_x (c_hat + sigma xi_m)'x >= 0.
     perturbed = (C_hat[:, None, :] + sigma * noise).reshape(-1, lp.n)
@@ -49,7 +40,7 @@ def test_dbb_gradient_is_the_derivative_of_the_interpolated_loss(lam_interp):
     lp, C = trial.lp, trial.train.C
     C_hat = C + np.random.default_rng(1).normal(0, 0.3, C.shape)
     loss, grad = dbb_loss(C_hat, C, lp, lam_interp)
-    numeric = _central_differences(lambda W: dbb_loss(W, C, lp, lam_interp)[0], C_hat)
+    numeric = central_differences(lambda W: dbb_loss(W, C, lp, lam_interp)[0], C_hat)
     np.testing.assert_allclose(grad, numeric, atol=1e-6)
     # f = [phi(c_hat + lam c) - phi(c_hat)] / lam with phi the LP's optimal value (HiGHS).
     phi = lambda W: solve_lp_batch(lp.A, lp.b, W).objective

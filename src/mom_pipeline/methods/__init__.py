@@ -6,13 +6,14 @@ learned state with a trailing underscore, ``fit`` returns self, ``predict_cost(Z
 ``predict(Z)``, scikit-learn's name) gives costs and ``decide(Z, lp)`` solves the LPs with them.
 
 Training needs only the observed optimal solutions X* (inverse LP works) for
-MOM, KernelMOM, OnlineMOM, Perceptron, FTRLMOM and SuboptimalityOGD; it needs the true
+MOM, KernelMOM, OnlineMOM, Perceptron, FTRLMOM, SuboptimalityOGD and the cone-aligned CaVE; it needs the true
 costs C for OLS, Ridge, RandomForest, SPOPlus, the kernel ridges and the decision-focused
 PFYL and DBB (``needs_costs``). `registry.METHODS` is the one list of methods.
 """
 
 from .base import CostModel, LinearCostModel, MissingCostsError, NotFittedError, check_features, resolve_lp
 from .baselines import OLS, KernelRidgeCost, RandomForest, Ridge, SPOPlus
+from .cave import CaVE
 from .dfl import DBB, PFYL
 from .kernels import KernelFeatures, KernelMOM
 from .mom import MOM
@@ -22,6 +23,7 @@ from .registry import METHODS, MethodEntry, method_entry
 from .tuning import TuningResult, grid_search, validation_split
 
 __all__ = [
+    "CaVE",
     "DBB",
     "PFYL",
     "FTRLMOM",

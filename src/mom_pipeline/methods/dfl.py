@@ -80,7 +80,8 @@ def dbb_loss(C_hat, C, lp: StandardFormLP, lam_interp) -> tuple[np.ndarray, np.n
 
 @estimator_hyperparameters(keyword_only=True)
 class _DecisionFocusedModel(LinearCostModel):
-    """Shared training loop and hyperparameters of `PFYL` and `DBB`: subclasses give `_stacked_loss`."""
+    """Shared training loop and hyperparameters of the decision-focused methods (`PFYL`, `DBB`,
+    `cave.CaVE`, the solution-pool losses of `solution_pool`): subclasses give `_stacked_loss`."""
 
     needs_costs: ClassVar[bool] = True
     _parameter_constraints: ClassVar[dict] = {"step_size": [POSITIVE], "lam": [NON_NEGATIVE],
@@ -93,10 +94,23 @@ class _DecisionFocusedModel(LinearCostModel):
 
 
     @staticmethod
-    def _stacked_loss(models, C_hat, C, X_star, lp, rng) -> tuple[np.ndarray, np.ndarray]:
+    def _stacked_loss(models, C_hat, C, X_star, lp, rng, samples, state) -> tuple[np.ndarray, np.ndarray]:
         """Losses (k*B,) and gradients (k*B, n) of k models' batches stacked model-major:
-        C_hat (k*B, n); C, X_star, lp: the B samples repeated k times."""
+        C_hat (k*B, n); C (None for a method that does not need the costs), X_star, lp: the B
+        samples repeated k times; samples (k*B,): their indices among the training samples;
+        state: what `_training_state` prepared for this group."""
         raise NotImplementedError
+
+    @classmethod
+    def _training_state(cls, models, X_star, lp: StandardFormLP):
+        """What a group's steps share beyond the samples (a solution pool, the optimality
+        cones of x*), prepared once per fit; None here."""
+        return None
+
+    @staticmethod
+    def _initial_coefs(models, rng, n: int, d: int) -> np.ndarray:
+        """(k, n, d) starting Theta of a group: zero (a scale-free loss draws them instead)."""
+        return np.zeros((len(models), n, d))
 
     def _group_key(self) -> tuple:
         """Models with equal keys draw the same batches and noise: they train in lockstep."""
@@ -104,7 +118,8 @@ class _DecisionFocusedModel(LinearCostModel):
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
         """Fit on features Z (T, d), true costs C (T, n) and the LPs (lp or A, b); returns self.
-        X* is taken from the argument when given, else solved once from C."""
+        X* is taken from the argument when given, else solved once from C. A method that
+        learns from x* alone (``needs_costs`` False) needs X_star and never reads C."""
         type(self).fit_many([self], Z, X_star, lp=resolve_lp(A, b, lp), C=C)
         return self
 
@@ -123,7 +138,12 @@ class _DecisionFocusedModel(LinearCostModel):
         T = Z.shape[0]
         if not models:
             return models
-        C = models[0]._require_costs(C, T, lp.n)
+        if cls.needs_costs:
+            C = models[0]._require_costs(C, T, lp.n)
+        else:
+            C = None  # never read: these methods learn from x* alone
+            if X_star is None:
+                raise ValueError(f"{cls.__name__} learns from the observed optimal solutions: pass X_star")
         if lp.A.ndim == 3 and lp.A.shape[0] != T:
             raise ValueError(f"the LP has {lp.A.shape[0]} per-sample constraint sets but Z has {T} samples")
         X_star = lp.solve(C, need_basis=False).x if X_star is None else X_star
@@ -147,7 +167,8 @@ def _adam_lockstep(models: list[_DecisionFocusedModel], Z, C, X_star, lp: Standa
     rng = np.random.default_rng(first.random_state)
     lams = np.array([float(m.lam) for m in models])[:, None, None]
     step_sizes = np.array([float(m.step_size) for m in models])[:, None, None]
-    thetas = np.zeros((k, n, d))
+    thetas = first._initial_coefs(models, rng, n, d)
+    state = first._training_state(models, X_star, lp)
     moment1, moment2 = np.zeros_like(thetas), np.zeros_like(thetas)
     beta1, beta2 = ADAM_BETAS
     size = min(int(first.batch_size), T)
@@ -160,7 +181,8 @@ def _adam_lockstep(models: list[_DecisionFocusedModel], Z, C, X_star, lp: Standa
             Z_batch = Z[idx]
             C_hat = np.einsum("bd,knd->kbn", Z_batch, thetas).reshape(k * B, n)
             stacked = np.tile(idx, k)
-            loss, grad_c = first._stacked_loss(models, C_hat, C[stacked], X_star[stacked], lp.subset(stacked), rng)
+            loss, grad_c = first._stacked_loss(models, C_hat, None if C is None else C[stacked], X_star[stacked],
+                                               lp.subset(stacked), rng, stacked, state)
             losses.append(loss.reshape(k, B).mean(axis=1))
             grad = np.einsum("kbn,bd->knd", grad_c.reshape(k, B, n), Z_batch) / B + lams * thetas
             step += 1
@@ -198,7 +220,7 @@ class PFYL(_DecisionFocusedModel):
         return super()._group_key() + (int(self.n_perturbations),)
 
     @staticmethod
-    def _stacked_loss(models, C_hat, C, X_star, lp, rng):
+    def _stacked_loss(models, C_hat, C, X_star, lp, rng, samples, state):
         k = len(models)
         B = C_hat.shape[0] // k
         # One draw of the noise shared by the group: a model's fit alone draws the same.
@@ -222,6 +244,6 @@ class DBB(_DecisionFocusedModel):
     lam_interp: float = 10.0
 
     @staticmethod
-    def _stacked_loss(models, C_hat, C, X_star, lp, rng):
+    def _stacked_loss(models, C_hat, C, X_star, lp, rng, samples, state):
         B = C_hat.shape[0] // len(models)
         return dbb_loss(C_hat, C, lp, np.repeat([float(m.lam_interp) for m in models], B))

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .base import CostModel
 from .baselines import OLS, KernelRidgeCost, RandomForest, Ridge, SPOPlus
+from .cave import CaVE
 from .dfl import DBB, PFYL
 from .kernels import KernelMOM
 from .mom import MOM
@@ -42,7 +43,7 @@ _LABELS = {"OnlineMOM": "MOM-OGD", "FTRLMOM": "MOM-FTRL", "SuboptimalityOGD": "S
 _CLASSES = {"MOM": MOM, "KernelMOM": KernelMOM, "OnlineMOM": OnlineMOM, "Perceptron": Perceptron,
             "FTRLMOM": FTRLMOM, "SuboptimalityOGD": SuboptimalityOGD, "OLS": OLS, "Ridge": Ridge,
             "RandomForest": RandomForest, "SPOPlus": SPOPlus, "KernelRidge": KernelRidgeCost, "PFYL": PFYL,
-            "DBB": DBB}
+            "DBB": DBB, "CaVE": CaVE}
 METHODS: dict[str, MethodEntry] = {
     name: MethodEntry(name, cls, _LABELS.get(name, name)) for name, cls in _CLASSES.items()
 }

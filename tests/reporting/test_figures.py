@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mom_pipeline.reporting import box_metric, boxplot_figure, boxplot_plotly, metric_name, regret_curve_plotly, trial_count
+from mom_pipeline.reporting import (box_metric, boxplot_figure, boxplot_plotly, metric_name, regret_curve_figure,
+                                    regret_curve_plotly, trial_count)
 from mom_pipeline.reporting.figures import LOG_FLOOR, MEDIAN_COLOR
 
 
@@ -109,4 +110,43 @@ def test_panels_share_a_y_range_only_when_asked(share_y):
     assert ("one y range for all panels" if share_y else "each panel its own y range") in caption
     plotly = boxplot_plotly(trials, "t", metric=box_metric("shortest_path"), share_y=share_y)
     assert (tuple(plotly.layout.yaxis.range) == tuple(plotly.layout.yaxis2.range)) is share_y
+    matplotlib.pyplot.close("all")
+
+
+def _online_steps():
+    return pd.DataFrame([dict(method=m, trial=t, step=s, cumulative_relative_regret=s * w, theta_norm=1.0 / w)
+                         for m, w in (("MOM-OGD", 1.0), ("Suboptimality-OGD", 20.0)) for t in range(3)
+                         for s in range(1, 6)])
+
+
+def test_regret_figure_says_why_it_leaves_a_method_out():
+    fig = regret_curve_figure(_online_steps(), "t", exclude=("Suboptimality-OGD",))
+    regret_axis, norm_axis = fig.axes
+    assert [line.get_label() for line in regret_axis.lines] == ["MOM-OGD"]
+    assert [line.get_label() for line in norm_axis.lines] == ["MOM-OGD", "Suboptimality-OGD"]
+    caption = " ".join(t.get_text() for t in fig.texts).replace("\n", " ")
+    assert "leaves out Suboptimality-OGD" in caption and "grows linearly" in caption
+    assert "Suboptimality-OGD 100 (20x the largest curve)" in caption  # final mean regret 5 * 20 against 5
+    assert norm_axis.get_ylabel() == r"$\|\Theta_t\|_F$"  # math text, not the raw name
+    plain = regret_curve_figure(_online_steps(), "t")
+    assert "leaves out" not in " ".join(t.get_text() for t in plain.texts)
+    matplotlib.pyplot.close("all")
+
+
+@pytest.mark.parametrize("n_settings", [1, 4])
+def test_box_caption_fits_inside_the_figure(n_settings):
+    """Figure 6's one-panel smoke figure clipped its caption on both sides."""
+    rows = [dict(setting="degree", setting_value=v, trial=t, method=m, mean_relative_loss=0.01 * (t + 1))
+            for v in range(1, n_settings + 1) for t in range(2)
+            for m in ("RF", "OLS", "Ridge", "PolyRidge", "RbfRidge", "SPO+", "MOM", "PolyMOM", "RbfMOM")]
+    fig = boxplot_figure(pd.DataFrame(rows), "t", metric=box_metric("knapsack"))
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    page = fig.bbox
+    for text in fig.texts:
+        box = text.get_window_extent(renderer)
+        assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0, text.get_text()
+    caption_top = max(t.get_window_extent(renderer).y1 for t in fig.texts if "boxes over" in t.get_text())
+    tick_bottom = min(label.get_window_extent(renderer).y0 for label in fig.axes[0].get_xticklabels())
+    assert caption_top <= tick_bottom  # the caption does not run into the method names
     matplotlib.pyplot.close("all")

@@ -222,10 +222,28 @@ def _bands(online: pd.DataFrame, column: str):
         yield method, part.index.to_numpy(), mean.to_numpy(), half.to_numpy()
 
 
+def excluded_note(online: pd.DataFrame, column: str, exclude: tuple) -> str:
+    """Why the regret panel leaves `exclude` out, with their final regret against the largest
+    curve shown ('' when nothing is left out)."""
+    last = online[online["step"] == online["step"].max()].groupby("method")[column].mean()
+    left_out = [m for m in _methods(online) if m in exclude]
+    if not left_out:
+        return ""
+    shown = last.drop(left_out, errors="ignore")
+    largest = float(shown.max()) if len(shown) else float("nan")
+    finals = ", ".join(f"{m} {last[m]:.3g}" + (f" ({last[m] / largest:.0f}x the largest curve)" if largest > 0 else "")
+                       for m in left_out)
+    return (f"left panel leaves out {', '.join(left_out)} (as the paper does): its regret grows linearly and would "
+            f"flatten the other curves; final mean regret at t = {int(online['step'].max())}: {finals}. "
+            "The right panel and summary.csv include it")
+
+
 def regret_curve_figure(online: pd.DataFrame, title: str, column: str = "cumulative_relative_regret",
                         exclude: tuple = ()):
-    """Mean cumulative regret over trials with 95% confidence bands; plus Theta norms."""
-    fig, (ax, ax_norm) = plt.subplots(1, 2, figsize=(11, 4))
+    """Mean cumulative regret over trials with 95% confidence bands; plus Theta norms. The
+    caption says which methods the regret panel leaves out, and why."""
+    width = 11
+    fig, (ax, ax_norm) = plt.subplots(1, 2, figsize=(width, 4.2))
     shown = online[~online["method"].isin(exclude)]
     for i, (method, steps, mean, half) in enumerate(_bands(shown, column)):
         ax.plot(steps, mean, label=method, color=PALETTE[i % len(PALETTE)])
@@ -237,14 +255,14 @@ def regret_curve_figure(online: pd.DataFrame, title: str, column: str = "cumulat
     for i, (method, steps, mean, half) in enumerate(_bands(online, "theta_norm")):
         ax_norm.plot(steps, mean, label=method, color=PALETTE[i % len(PALETTE)])
     ax_norm.set_xlabel("step t")
-    ax_norm.set_ylabel("||Theta_t||_F")
+    ax_norm.set_ylabel(r"$\|\Theta_t\|_F$")
     ax_norm.set_yscale("log")
     ax_norm.legend(fontsize=8)
     ax_norm.grid(alpha=0.3)
     fig.suptitle(title)
-    fig.text(0.5, 0.01, f"bands: 95% confidence interval of the mean over {trial_count(online['trial'].nunique())}",
-             ha="center", va="bottom", fontsize=7, color="0.35")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    caption = f"bands: 95% confidence interval of the mean over {trial_count(online['trial'].nunique())}"
+    note = excluded_note(online, column, exclude)
+    fig.tight_layout(rect=(0, add_caption(fig, f"{caption}; {note}" if note else caption, width), 1, 1))
     return fig
 
 

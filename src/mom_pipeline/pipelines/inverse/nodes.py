@@ -82,7 +82,7 @@ def tune_lambda(problem: InverseProblem, inverse: InverseParams) -> tuple[pd.Dat
     log.info("inverse: lambda %s = %.3g, %.1f%% of held-out decisions reproduced (%d-fold validation, %.1f s)",
              "chosen" if inverse.tuned else "fixed", chosen["lam"], 100 * chosen["reproduced_share"],
              int(chosen["n_folds"]), time.perf_counter() - started)
-    return curve, validation_curve_figure(curve)
+    return curve, validation_curve_figure(curve, fixed=not inverse.tuned)
 
 
 def chosen_lambda(lambda_validation: pd.DataFrame, problem: InverseProblem, inverse: InverseParams) -> float:

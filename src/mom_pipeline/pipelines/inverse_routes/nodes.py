@@ -90,7 +90,7 @@ def tune_lambda(problem: RouteProblem, inverse_routes: InverseRoutesParams) -> t
     chosen = curve[curve["chosen"]].iloc[0]
     log.info("inverse_routes: lambda %.3g, %.1f%% of held-out routes reproduced (%d-fold, %.1f s)", chosen["lam"],
              100 * chosen["reproduced_share"], int(chosen["n_folds"]), time.perf_counter() - started)
-    return curve, validation_curve_figure(curve, title="lambda chosen from held-out routes")
+    return curve, validation_curve_figure(curve, scored_from="held-out routes", fixed=inverse_routes.model.lam != "auto")
 
 
 def train_route_model(problem: RouteProblem, lambda_validation: pd.DataFrame,

@@ -17,6 +17,7 @@ from .kernels import KernelMOM
 from .mom import MOM
 from .ftrl import FTRLMOM
 from .online import OnlineMOM, Perceptron, SuboptimalityOGD
+from .solution_pool import NCE, ListwiseLTR, PairwiseLTR, PointwiseLTR
 
 
 class UnknownMethodError(ValueError):
@@ -43,7 +44,8 @@ _LABELS = {"OnlineMOM": "MOM-OGD", "FTRLMOM": "MOM-FTRL", "SuboptimalityOGD": "S
 _CLASSES = {"MOM": MOM, "KernelMOM": KernelMOM, "OnlineMOM": OnlineMOM, "Perceptron": Perceptron,
             "FTRLMOM": FTRLMOM, "SuboptimalityOGD": SuboptimalityOGD, "OLS": OLS, "Ridge": Ridge,
             "RandomForest": RandomForest, "SPOPlus": SPOPlus, "KernelRidge": KernelRidgeCost, "PFYL": PFYL,
-            "DBB": DBB, "CaVE": CaVE}
+            "DBB": DBB, "CaVE": CaVE, "NCE": NCE, "PointwiseLTR": PointwiseLTR, "PairwiseLTR": PairwiseLTR,
+            "ListwiseLTR": ListwiseLTR}
 METHODS: dict[str, MethodEntry] = {
     name: MethodEntry(name, cls, _LABELS.get(name, name)) for name, cls in _CLASSES.items()
 }

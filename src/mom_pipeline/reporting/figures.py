@@ -10,6 +10,7 @@ import textwrap
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
+from matplotlib.cbook import boxplot_stats
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -24,6 +25,7 @@ LOG_FLOOR = 1e-4
 # Captions are wrapped to the figure's width (7-point text); no figure is narrower than this.
 CAPTION_CHARS_PER_INCH = 17
 MIN_FIGURE_WIDTH = 6.0
+PLOTLY_CAPTION_CHARS = 110
 # The paper's names for the swept parameters.
 SETTING_LABELS = {"degree": "degree", "alpha_bar": "attack power", "n_train": "training size T"}
 
@@ -48,7 +50,7 @@ def _methods(frame: pd.DataFrame) -> list[str]:
 @dataclass(frozen=True)
 class BoxMetric:
     """What a box figure's y axis shows: the trial-summary column, the axis label (matplotlib
-    math text; plain unicode for plotly, which kedro-viz renders without MathJax) and a caption
+    math text; unicode and <br> for plotly, which kedro-viz renders without MathJax) and a caption
     note saying how it relates to the published figures."""
 
     column: str
@@ -62,17 +64,17 @@ _SP_RATIO_TEXT = "cᵀ(x̂ − x*) / cᵀx*"
 BOX_METRICS = {
     ("shortest_path", "relative_loss"): BoxMetric(
         "mean_relative_loss", "relative loss " + _SP_RATIO + "\n(per-trial mean)",
-        f"relative loss {_SP_RATIO_TEXT} (per-trial mean)",
+        f"relative loss (per-trial mean)<br>{_SP_RATIO_TEXT}",
         "y: the paper's ratio; the published figures show the released code's metric, at least 64x larger "
         "(plot.metric: relative_loss_released)"),
     ("shortest_path", "relative_loss_released"): BoxMetric(
         "mean_relative_loss_released", r"released code's metric: regret $\cdot\ \Sigma_{j \in P^*}\, 1/c_j$"
-        "\n(per-trial mean)", "released code's metric: regret · Σ 1/c_j over the optimal path (per-trial mean)",
+        "\n(per-trial mean)", "released code's metric (per-trial mean)<br>regret · Σ 1/c_j over the optimal path",
         f"y: the released code's metric (the published figures' scale), at least 64x the paper's ratio "
         f"{_SP_RATIO_TEXT}"),
     ("knapsack", "relative_loss"): BoxMetric(
         "mean_relative_loss", r"relative loss $c^\top(\hat{x} - x^*)\,/\,\|c\|_2$" "\n(per-trial mean)",
-        "relative loss cᵀ(x̂ − x*) / ‖c‖₂ (per-trial mean)"),
+        "relative loss (per-trial mean)<br>cᵀ(x̂ − x*) / ‖c‖₂"),
 }
 
 
@@ -179,6 +181,22 @@ def _log_range(values: list[np.ndarray]) -> tuple[float, float]:
     return float(data.min()), float(data.max())
 
 
+def _add_plotly_box(fig: go.Figure, method: str, values: np.ndarray, color: str, col: int) -> None:
+    """One method's box in panel `col`, from the statistics matplotlib draws (`boxplot_stats`:
+    quartiles, whiskers at 1.5 IQR, outliers): plotly's own quartile methods differ from numpy's
+    on a few trials. x = the method's name, so the box is centred on its label; the outline,
+    whiskers and median are black as in the PNG, the face carries the method's colour."""
+    stats = boxplot_stats(values)[0]
+    fig.add_trace(go.Box(x=[method], q1=[stats["q1"]], median=[stats["med"]], q3=[stats["q3"]],
+                         lowerfence=[stats["whislo"]], upperfence=[stats["whishi"]], name=method,
+                         fillcolor=_rgba(color, 0.6), line=dict(width=1.5, color=MEDIAN_COLOR), legendgroup=method,
+                         showlegend=(col == 1)), row=1, col=col)
+    if len(stats["fliers"]):
+        fig.add_trace(go.Scatter(x=[method] * len(stats["fliers"]), y=stats["fliers"], mode="markers", name=method,
+                                 marker=dict(color=color, size=4), legendgroup=method, showlegend=False),
+                      row=1, col=col)
+
+
 def boxplot_plotly(trials: pd.DataFrame, title: str, metric: BoxMetric | str = "mean_relative_loss",
                    ylabel: str = "relative loss (per-trial mean)", log_scale: bool = True,
                    share_y: bool = False) -> go.Figure:
@@ -193,13 +211,8 @@ def boxplot_plotly(trials: pd.DataFrame, title: str, metric: BoxMetric | str = "
     shared_range = _log_range([v for _, boxes in panels for _, v in boxes])
     for j, (value, boxes) in enumerate(panels, start=1):
         for i, (method, values) in enumerate(boxes):
-            color = PALETTE[i % len(PALETTE)]
-            # x = the method's name: one box per category, centred on its label. The line (outline,
-            # whiskers and median) is black as in the PNG; the face carries the method's colour.
-            fig.add_trace(go.Box(x=[method] * len(values), y=values, name=method, boxpoints="outliers",
-                                 fillcolor=_rgba(color, 0.6), line=dict(width=1.5, color=MEDIAN_COLOR),
-                                 marker=dict(color=color, size=4), legendgroup=method, showlegend=(j == 1)),
-                          row=1, col=j)
+            if len(values):
+                _add_plotly_box(fig, method, values, PALETTE[i % len(PALETTE)], j)
         if log_scale:
             low, high = shared_range if share_y else _log_range([v for _, v in boxes])
             ticks, labels = log_ticks(low, high)
@@ -207,9 +220,10 @@ def boxplot_plotly(trials: pd.DataFrame, title: str, metric: BoxMetric | str = "
             fig.update_yaxes(type="log", range=[np.log10(low) - pad, np.log10(high) + pad], tickmode="array",
                              tickvals=ticks, ticktext=labels, row=1, col=j)
     fig.update_yaxes(title_text=metric.plotly_label, row=1, col=1)
-    caption = dict(text=_caption(trials, floored, log_scale, share_y, metric.note), xref="paper", yref="paper",
-                   x=0.5, y=-0.3, showarrow=False, font=dict(size=10, color="gray"), xanchor="center")
-    fig.update_layout(title=title, boxmode="overlay", margin=dict(b=90),
+    lines = textwrap.wrap(_caption(trials, floored, log_scale, share_y, metric.note), width=PLOTLY_CAPTION_CHARS)
+    caption = dict(text="<br>".join(lines), xref="paper", yref="paper", x=0.5, y=0, yshift=-70, yanchor="top",
+                   showarrow=False, font=dict(size=10, color="gray"), xanchor="center")
+    fig.update_layout(title=title, boxmode="overlay", template="plotly_white", margin=dict(b=80 + 14 * len(lines)),
                       annotations=list(fig.layout.annotations) + [caption])
     return fig
 

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics import normalized_regret_by
+from .figures import setting_label
 
 KEYS = ["experiment", "setting", "setting_value", "method"]
 
@@ -57,7 +58,7 @@ def summary_markdown(summary: pd.DataFrame, title: str, notes: str = "") -> str:
         lines += [notes, ""]
     for value, part in summary.groupby("setting_value", sort=True):
         setting = part["setting"].iloc[0]
-        lines += [f"## {setting} = {value:g}", "",
+        lines += [f"## {setting_label(setting)} = {value:g}", "",  # the paper's name: no underscores to italicize
                   "| method | median rel. loss [IQR] (test samples) | mean rel. loss | per-trial mean: median [IQR] "
                   "| normalized regret | exact rate | fit s (median) |",
                   "|---|---|---|---|---|---|---|"]
@@ -93,7 +94,7 @@ def online_summary(online: pd.DataFrame) -> pd.DataFrame:
 
 def online_markdown(summary: pd.DataFrame, title: str, excluded: tuple[str, ...] = ()) -> str:
     """A markdown report of `online_summary`; `excluded`: methods the curves figure leaves out."""
-    lines = [f"# {title}", "", "| method | final cumulative regret (mean ± 95% CI) | mistakes | final ||Theta||_F "
+    lines = [f"# {title}", "", "| method | final cumulative regret (mean ± 95% CI) | mistakes | final ‖Θ‖<sub>F</sub> "
              "| seconds per trial |", "|---|---|---|---|---|"]
     for _, r in summary.iterrows():
         lines.append(f"| {r['method']} | {r['final_cumulative_regret']:.4g} ± {r['ci95_halfwidth']:.2g} | "

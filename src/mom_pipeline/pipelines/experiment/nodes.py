@@ -155,6 +155,21 @@ def _title(spec: ExperimentSpec) -> str:
     return f"Figure {spec.figure}: {what}" if spec.figure else f"{spec.name}: {what}"
 
 
+def _settings_text(settings: dict) -> str:
+    """`name` = value pairs for a markdown report (a raw dict printed braces and quotes, and the
+    underscores of its names turned text into italics)."""
+    return ", ".join(f"`{name}` = {value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool)
+                     else f"`{name}` = `{value}`" for name, value in settings.items()) or "nothing"
+
+
+def report_notes(spec: ExperimentSpec) -> str:
+    """The markdown report's line under its title: what was run and what the figure shows."""
+    swept = ", ".join(f"{v:g}" for v in spec.sweep_values)
+    return (f"Problem: `{spec.problem}`; swept: `{spec.sweep_param}` in {swept}; fixed: {_settings_text(spec.fixed)}; "
+            f"{trial_count(spec.trials)}; seed {spec.seed}; bases: `{spec.basis_mode}`. Relative loss as the paper "
+            f"defines it; the figure shows `{spec.plot.metric}`.")
+
+
 def report_experiment(evaluation: pd.DataFrame, trial_summary: pd.DataFrame, experiment: ExperimentSpec):
     """Summary (CSV and markdown), the box-plot figure (matplotlib) and its plotly twin, drawn
     as ``experiment.plot`` says (metric, shared y range, log axis)."""
@@ -162,10 +177,7 @@ def report_experiment(evaluation: pd.DataFrame, trial_summary: pd.DataFrame, exp
     check_tables(spec, evaluation, trial_summary)
     summary = summary_table(evaluation, trial_summary)
     metric = box_metric(spec.problem, spec.plot.metric)
-    notes = (f"Problem: {spec.problem}; swept: {spec.sweep_param} in {list(spec.sweep_values)}; fixed: {spec.fixed}; "
-             f"{trial_count(spec.trials)}; seed {spec.seed}; bases: {spec.basis_mode}. Relative loss as the paper "
-             f"defines it; the figure shows {spec.plot.metric}.")
-    markdown = summary_markdown(summary, _title(spec), notes)
+    markdown = summary_markdown(summary, _title(spec), report_notes(spec))
     style = dict(metric=metric, log_scale=spec.plot.log_y, share_y=spec.plot.share_y)
     figure = boxplot_figure(trial_summary, _title(spec), **style)
     plotly_figure = boxplot_plotly(trial_summary, _title(spec), **style)

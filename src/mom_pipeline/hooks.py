@@ -25,9 +25,11 @@ log = logging.getLogger(__name__)
 stage_log = logging.getLogger("mom_pipeline.stages")
 
 # Namespaces whose outputs a user opens directly (no figure, no MLflow summary): each file saved
-# under data/06-08 is logged with its versioned path, and a non-empty rejection report as a warning.
+# under data/06-08 is logged with its versioned path, and a non-empty rejection or failure report as a warning.
 PATH_LOGGED_NAMESPACES = ("inverse", "inverse_example", "inverse_routes", "inverse_routes_example")
 PATH_LOGGED_LAYERS = ("06_models", "07_model_output", "08_reporting")
+# The reports of what a run left out: a non-empty one is a warning (what its rows are).
+REPORTS_OF_LEFT_OUT = {"rejections": "observations rejected", "prescription_failures": "contexts without a prescription"}
 
 PACKAGES = ("kedro", "kedro-datasets", "kedro-viz", "kedro-mlflow", "mlflow", "numpy", "scipy", "pandas", "cvxpy",
             "clarabel", "highspy", "scikit-learn", "matplotlib", "plotly")
@@ -180,8 +182,8 @@ class RunReportHooks:
             return
         if path is None or not any(f"/{layer}/" in str(path) for layer in PATH_LOGGED_LAYERS):
             return
-        if name == "rejections" and len(data):
-            log.warning("%s: %d observations rejected, listed in %s", namespace, len(data), path)
+        if name in REPORTS_OF_LEFT_OUT and len(data):
+            log.warning("%s: %d %s, listed in %s", namespace, len(data), REPORTS_OF_LEFT_OUT[name], path)
         else:
             log.info("%s: %s written to %s", namespace, name, path)
 

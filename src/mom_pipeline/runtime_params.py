@@ -47,8 +47,38 @@ def typed_parameters(pipelines) -> set[str]:
     return typed
 
 
+def _container(value) -> str | None:
+    return "mapping" if isinstance(value, dict) else "list" if isinstance(value, (list, tuple)) else None
+
+
+def check_container_types(runtime: dict, configured, prefix: str = "") -> None:
+    """SpecError for a runtime value that cannot be merged into the configured one: a list for
+    a mapping or a mapping for a list (omegaconf's merge would stop with "Cannot merge
+    incompatible container types", naming no key), or an empty mapping for a non-empty one
+    (the merge would keep every configured key: nothing would change)."""
+    for key, given in (runtime or {}).items():
+        path, expected = f"{prefix}{key}", configured.get(key) if isinstance(configured, dict) else None
+        want, got = _container(expected), _container(given)
+        if want is None:
+            continue
+        shown = list(expected)[:5]
+        if got is not None and got != want:
+            example = (f"a key of it ({path}.{next(iter(expected))}=...)" if want == "mapping" and expected
+                       else f"a list ({path}=[...])")
+            raise SpecError(f"--params {path}={given!r}: {path} is a {want} in the configuration files (here "
+                            f"{'with the keys ' if want == 'mapping' else ''}{shown}), so a {got} cannot replace it; "
+                            f"give {example}")
+        if got == "mapping" and not given and expected:
+            raise SpecError(f"--params {path}={{}}: an empty mapping changes nothing ({path} is merged with the "
+                            f"configured keys {shown}); set the keys to change ({path}.<key>=...)")
+        if got == "mapping":
+            check_container_types(given, expected, f"{path}.")
+
+
 def check_runtime_params(runtime: dict, configured: dict, typed: set[str]) -> None:
-    """SpecError for the first runtime key that is neither under a typed input nor configured."""
+    """SpecError for the first runtime key that is neither under a typed input nor configured,
+    or whose value cannot be merged into the configured one (`check_container_types`)."""
+    check_container_types(runtime, configured)
     configured_keys = set(dotted_keys(configured))
     for path in dotted_keys(runtime or {}):
         if any(path == t or path.startswith(f"{t}.") for t in typed) or path in configured_keys:

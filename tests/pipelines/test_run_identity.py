@@ -135,6 +135,12 @@ def test_disk_check_stops_before_writing(project_copy):
     ({"fig1": {"experiment": {"fixed": {"n_test": 0}}}}, "n_test must be >= 1"),
     ({"fig1": {"experiment": {"methods": {"MOM": {"estimator": "MOMM"}}}}}, "unknown estimator 'MOMM'"),
     ({"compute": {"backend": "spark"}}, "compute"),
+    # issue 51 item 10: omegaconf's "Cannot merge incompatible container types", no key named
+    ({"fig1": {"experiment": {"methods": []}}},
+     r"--params fig1.experiment.methods=\[\]: fig1.experiment.methods is a mapping .*'MOM'.*a list cannot replace"),
+    ({"inverse": {"tuning": {"lambdas": {"small": 1e-3}}}},
+     r"inverse.tuning.lambdas is a list in the configuration files .* a mapping cannot replace it; give a list"),
+    ({"fig1": {"experiment": {"methods": {}}}}, r"fig1.experiment.methods=\{\}: an empty mapping changes nothing"),
 ])
 def test_parameter_mistakes_stop_before_any_work(project_copy, params, message):
     """Items 4 and 9: refused before any node runs, the parameter named."""
@@ -154,3 +160,6 @@ def test_runtime_parameter_rule():
     check_runtime_params({"fig1": {"experiment": {"trials": 2}}}, configured, typed)
     with pytest.raises(SpecError, match="no parameter 'experimnt' in fig1"):
         check_runtime_params({"fig1": {"experimnt": {"trials": 2}}}, configured, typed)
+    check_runtime_params({"inverse": {"model": {}}}, {"inverse": {"model": {}}}, typed)  # nothing configured there
+    with pytest.raises(SpecError, match=r"inverse.model is a mapping .*\['lam'\].*give a key of it \(inverse.model.lam"):
+        check_runtime_params({"inverse": {"model": [1.0]}}, configured, typed)

@@ -28,6 +28,10 @@ from .standard_form import OriginalConstraints
 # variable never gets there, a log-normal one with sigma = 1 reaches about 160 at 5 sigma, while
 # a misplaced exponent (1e12) or a value in units a thousand times too small is far beyond it.
 OUTLIER_THRESHOLD = 1000.0
+# A feature value beyond this magnitude rejects its observation whatever outlier_threshold says:
+# the costs it enters (Theta z) reach HiGHS's infinite cost (1e20) for any coefficient of order
+# one, and its square, in the standardization, overflows from about 1e154 on.
+FEATURE_MAGNITUDE_LIMIT = 1e20
 # 1 / Phi^-1(3/4): the median absolute deviation times this estimates a normal standard deviation.
 MAD_TO_SD = 1.4826
 
@@ -172,13 +176,26 @@ def outlier_reasons(Z, columns, threshold: float | None, ranges=None) -> dict:
     return reasons
 
 
+def magnitude_reasons(Z, columns) -> dict:
+    """{row of Z: reason} for the rows with a value beyond FEATURE_MAGNITUDE_LIMIT."""
+    Z = np.asarray(Z, dtype=float)
+    reasons = {}
+    for r in np.flatnonzero((np.abs(Z) > FEATURE_MAGNITUDE_LIMIT).any(axis=1)):
+        j = int(np.argmax(np.abs(Z[r])))
+        reasons[int(r)] = (f"value {Z[r, j]:.6g} in column {columns[j]!r} is beyond +-{FEATURE_MAGNITUDE_LIMIT:g}: "
+                           "the costs it enters would be infinite to the LP solver (a typo? or rescale the column)")
+    return reasons
+
+
 def read_features(df, log: IssueLog, feature_columns=None, add_intercept: bool = False,
                   outlier_threshold: float | None = OUTLIER_THRESHOLD, ranges=None):
     """Features table -> (ids, Z (k, d), rows, feature names); see `read_wide_table`. A value
     further than `outlier_threshold` robust standard deviations from its column's median
-    (`outlier_reasons`: of this table, or `ranges`) rejects its observation in `log`."""
+    (`outlier_reasons`: of this table, or `ranges`), or beyond FEATURE_MAGNITUDE_LIMIT
+    (`magnitude_reasons`, whatever the threshold), rejects its observation in `log`."""
     ids, Z, rows, names = read_wide_table(df, "features", log, feature_columns)
-    for k, reason in outlier_reasons(Z, names, outlier_threshold, ranges).items():
+    too_large = magnitude_reasons(Z, names)
+    for k, reason in {**outlier_reasons(Z, names, outlier_threshold, ranges), **too_large}.items():
         log.reject(ids[k], "features", int(rows[k]), reason)
     if add_intercept:
         if INTERCEPT in names:

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..blas_threads import one_blas_thread
-from ..lp import StandardFormLP
+from ..lp import SampleError, StandardFormLP
 from ..solvers.policy import tuning_fold_threads
 from .feature_scaling import FeatureStandardizer
 from .mom import MOM
@@ -113,11 +113,12 @@ def fold_threads(model_params: dict, Z: np.ndarray, X: np.ndarray, lp: StandardF
 
 
 def validation_curve(model_params: dict, Z, X, lp: StandardFormLP, lambdas: Sequence[float],
-                     n_folds: int = 4, seed: int = 0, feature_names=None) -> pd.DataFrame:
+                     n_folds: int = 4, seed: int = 0, feature_names=None, ids=None) -> pd.DataFrame:
     """One row per lambda: mean and standard deviation over folds of the held-out reproduced
     share, mean held-out hinge, the seconds of all the fits (every lambda and fold: the lambdas
     of a fold are fitted together, so they have no seconds of their own; the sum of the folds'
-    seconds, also when folds are fitted at once), and `chosen` (exactly one True)."""
+    seconds, also when folds are fitted at once), and `chosen` (exactly one True). `ids` name the
+    observations in errors."""
     lambdas = np.asarray(lambdas, dtype=float)  # the grid comes from the parameters (inverse.tuning.lambdas)
     Z, X = np.asarray(Z, dtype=float), np.asarray(X, dtype=float)
     shares, hinges = np.empty((len(lambdas), n_folds)), np.empty((len(lambdas), n_folds))
@@ -142,7 +143,16 @@ def validation_curve(model_params: dict, Z, X, lp: StandardFormLP, lambdas: Sequ
     def score_fold(fold: int, models: list[MOM]) -> None:
         held_out = folds[fold][1]
         for i, model in enumerate(models):
-            shares[i, fold], hinges[i, fold] = _score(model, Z[held_out], X[held_out], lp.subset(held_out))
+            try:
+                shares[i, fold], hinges[i, fold] = _score(model, Z[held_out], X[held_out], lp.subset(held_out))
+            except SampleError as error:  # the error's sample is a position in the fold: name the observation
+                row = int(held_out[error.sample])
+                where = repr(str(ids[row])) if ids is not None else f"at row {row}"
+                features = "" if feature_names is None else ", features " + ", ".join(
+                    f"{name}={value:.6g}" for name, value in zip(feature_names, Z[row]))
+                raise ValueError(f"lambda tuning (lambda {model.lam:g}, fold {fold + 1} of {n_folds}): the LP of "
+                                 f"held-out observation {where} has no optimum with the fold's predicted costs: "
+                                 f"{error.reason}{features}") from error
 
     seconds = 0.0
     if threads == 1:

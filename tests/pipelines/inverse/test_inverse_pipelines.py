@@ -12,6 +12,7 @@ import pytest
 
 from kedro_runs import latest as _latest
 from kedro_runs import run as _run
+from two_choice_lp import two_choice_tables
 
 from mom_pipeline.inverse import InverseInputError, make_example_dataset
 
@@ -248,3 +249,39 @@ def test_a_typo_of_1e12_is_rejected_and_leaves_the_model_as_without_its_row(proj
     _run(project_copy, "prescribe")
     assert pd.read_parquet(_latest(curve)).query("chosen")["lam"].tolist() == chosen_with_typo
     pd.testing.assert_frame_equal(_prescriptions(project_copy), with_typo)
+
+
+def test_prescribe_report_mode_prescribes_the_others_and_names_each_failed_context(project_copy, caplog):
+    """Issue 51 item 8: an unbounded prescription LP (or a context of 1e300) ended the run with
+    `LPSolveError: sample 0`. In report mode the other contexts are prescribed, each failed one
+    has empty decisions and a line of prescription_failures.csv; in raise mode the error names
+    file, id, reason and column."""
+    z = np.random.default_rng(0).uniform(-1, 1, 40)
+    folder = project_copy / "data" / "01_raw" / "inverse"
+    folder.mkdir(parents=True)
+    for name, table in two_choice_tables(z).items():
+        (table if table is not None else pd.DataFrame(columns=["id", "col", "lower", "upper"])).to_csv(
+            folder / f"{name}.csv", index=False)
+    contexts = pd.DataFrame({"id": ["a", "b", "c", "d", "e"], "z": [0.5, -3.0, 1e300, "warm", -0.4]})
+    _rewrite(project_copy, "new_contexts", contexts.iloc[[0, 1, 2, 4]])
+    _run(project_copy, "inverse")
+    path = "data/01_raw/inverse/new_contexts.csv"
+    with pytest.raises(InverseInputError, match=rf"{path}', row 2, id 'c': value 1e\+300 in column 'z'"):
+        _run(project_copy, "prescribe")
+    _rewrite(project_copy, "new_contexts", contexts.iloc[[0, 1, 4]])
+    with pytest.raises(InverseInputError, match=rf"{path}', id 'b': the LP is unbounded.*'z' = -3.*report prescribes"):
+        _run(project_copy, "prescribe")
+    _rewrite(project_copy, "new_contexts", contexts)
+    with caplog.at_level("WARNING"):
+        _run(project_copy, "prescribe", inverse={"prescribe_on_invalid": "report"})
+    prescriptions = _prescriptions(project_copy)
+    assert prescriptions["id"].tolist() == ["a", "b", "c", "d", "e"]  # every context, in file order
+    decided = prescriptions[["x_0", "x_1"]].notna().all(axis=1)
+    assert decided.tolist() == [True, False, False, False, True]
+    assert prescriptions.loc[decided, ["x_0", "x_1"]].values.tolist() == [[0.0, 1.0], [1.0, 0.0]]
+    failures = pd.read_csv(_latest(project_copy / "data" / "08_reporting" / "inverse" / "prescription_failures.csv"),
+                           dtype={"id": str})
+    assert failures[["id", "file", "row"]].values.tolist() == [["b", path, 1], ["c", path, 2], ["d", path, 3]]
+    reasons = dict(zip(failures["id"], failures["reason"]))
+    assert "1e+300" in reasons["c"] and "'warm'" in reasons["d"] and "unbounded" in reasons["b"]
+    assert "3 contexts without a prescription, listed in" in caplog.text

@@ -126,7 +126,9 @@ def test_clean_data_keeps_a_model_with_the_problem_of_its_run(project_copy, monk
     (model_version,) = _versions(project_copy / "data" / "06_models" / "inverse" / "model.pkl")
     assert len(_versions(problems)) == 2
     older_prescriptions = _versions(outputs)[0].parent
-    assert clean(project_copy / "data", keep=1) == [older_prescriptions]  # nothing else goes
+    failures = project_copy / "data" / "08_reporting" / "inverse" / "prescription_failures.csv"
+    older_failures = _versions(failures)[0].parent  # the same prescribe run's report
+    assert sorted(clean(project_copy / "data", keep=1)) == sorted([older_prescriptions, older_failures])  # nothing else
     kept = [path.parent.name for path in _versions(problems)]
     assert model_version.parent.name in kept and len(kept) == 2  # the model's run, and the newest
     # the default is still the newest problem: refused as stale, saying how to use the model

@@ -9,9 +9,21 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from mom_pipeline.inverse import InverseProblem, make_example_dataset, prescribe, validate_inverse_problem
+from mom_pipeline.inverse import (
+    InverseProblem,
+    make_example_dataset,
+    prescribe,
+    validate_inverse_problem,
+)
 from mom_pipeline.inverse.coefficients import user_coefficients
-from mom_pipeline.inverse.prescription import prescription_problem, problem_fingerprint, record_fit
+from mom_pipeline.inverse.prescription import (
+    prescribe_each,
+    problem_fingerprint,
+    raise_first_failure,
+    record_fit,
+    validate_new_contexts,
+    with_every_context,
+)
 from mom_pipeline.methods.base import CostModel
 from mom_pipeline.methods.cost_free_tuning import fit_standardized, validation_curve
 from mom_pipeline.methods.feature_scaling import FeatureScaleError, FeatureStandardizer
@@ -70,7 +82,7 @@ def tune_lambda(problem: InverseProblem, inverse: InverseParams) -> tuple[pd.Dat
     started = time.perf_counter()
     curve = validation_curve(inverse.model.estimator_params(), problem.Z, problem.X_std, problem.lp, inverse.lambdas,
                              n_folds=inverse.tuning.n_folds, seed=inverse.tuning.seed,
-                             feature_names=problem.feature_names)
+                             feature_names=problem.feature_names, ids=problem.ids)
     curve[PROBLEM_COLUMN] = problem_fingerprint(problem)  # which problem the curve was scored on
     chosen = curve[curve["chosen"]].iloc[0]
     if chosen["reproduced_share"] == 0:
@@ -160,10 +172,30 @@ def training_report(model: CostModel, problem: InverseProblem) -> tuple[pd.DataF
 
 
 def prescribe_new(model: CostModel, new_contexts: pd.DataFrame, constraints: pd.DataFrame, rhs: pd.DataFrame,
-                  bounds: pd.DataFrame, problem: InverseProblem, inverse: InverseParams) -> pd.DataFrame:
+                  bounds: pd.DataFrame, problem: InverseProblem,
+                  inverse: InverseParams) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Decisions for new contexts (same constraint tables, shared or with rows for the new ids),
-    refused when the model was fitted on another problem or LP, or the columns do not match."""
+    refused when the model was fitted on another problem or LP, or the columns do not match;
+    and the report of the contexts without a prescription (id, file, row, reason).
+
+    A context that is invalid or whose LP has no optimum with the predicted costs stops the run
+    (inverse.prescribe_on_invalid: raise), or (report) gets a row with empty decisions and a
+    line in the report, and the others are prescribed."""
     files = file_names(features=new_contexts, constraints=constraints, rhs=rhs, bounds=bounds)
-    new_problem = prescription_problem(model, problem, new_contexts, constraints, rhs, bounds if len(bounds) else None,
-                                       drop_implied=inverse.drop_implied, file_names=files)
-    return prescribe(model, new_problem)
+    mode = inverse.prescribe_on_invalid
+    new_problem, rejected = validate_new_contexts(
+        model, problem, new_contexts, constraints, rhs, bounds if len(bounds) else None,
+        drop_implied=inverse.drop_implied, file_names=files, on_invalid=mode)
+    prescriptions, failures = prescribe_each(model, new_problem, files["features"])
+    if mode == "raise":
+        raise_first_failure(failures, files["features"], "; inverse.prescribe_on_invalid=report prescribes the "
+                                                         "other contexts and lists each failed one")
+    prescriptions, unsolved = with_every_context(prescriptions, new_contexts, failures)
+    report = unsolved
+    if len(rejected):  # in the file's order
+        report = pd.concat([rejected, unsolved]).sort_values("row", kind="stable").reset_index(drop=True)
+    if len(report):
+        log.warning("prescribe: %d of %d contexts have no prescription (empty decisions in prescriptions): %s",
+                    len(report), len(prescriptions),
+                    "; ".join(f"{row.id!r}: {row.reason}" for row in report.head(5).itertuples()))
+    return prescriptions, report

@@ -93,6 +93,7 @@ class InverseParams(StrictModel):
     feature_columns: tuple[str, ...] | None = None
     decision_columns: tuple[str, ...] | None = None
     on_invalid: Literal["report", "raise"] = "report"
+    prescribe_on_invalid: Literal["raise", "report"] = "raise"
     outlier_threshold: PositiveNumber | None = OUTLIER_THRESHOLD
     drop_implied: StrictBool = False
     model: InverseModelParams = InverseModelParams()

@@ -31,7 +31,7 @@ def create_pipeline(namespace: str = "inverse", **kwargs) -> Pipeline:
 def prescribe_pipeline(namespace: str = "inverse", **kwargs) -> Pipeline:
     return Pipeline([
         Node(prescribe_new, ["model", "new_contexts", "constraints", "rhs", "bounds", "problem", "params:inverse"],
-             "prescriptions", name="prescribe_new"),
+             ["prescriptions", "prescription_failures"], name="prescribe_new"),
     ], namespace=namespace, parameters=SHARED_PARAMS)
 
 

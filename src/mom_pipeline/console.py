@@ -1,9 +1,12 @@
-"""Log filters for third-party messages (settings.py attaches them: Kedro's logging config refuses
-the `()` factory key that dictConfig needs for a filter)."""
+"""What the console shows: log filters for third-party messages (settings.py attaches them: Kedro's
+logging config refuses the `()` factory key that dictConfig needs for a filter), and one line for
+an error of the user's input tables."""
 
 from __future__ import annotations
 
 import logging
+import os
+import sys
 
 
 def _not_yet_written(record: logging.LogRecord) -> str | None:
@@ -38,3 +41,31 @@ class NotYetWrittenPreviews(logging.Filter):
         record.msg = "no preview for datasets that no run has written yet (the first: %r; the others not listed)"
         record.args = (name,)
         return True
+
+
+def _input_error(error: BaseException | None) -> BaseException | None:
+    """The invalid-input error (`inverse.schema.InverseInputError`) that `error` is or was
+    raised from (Kedro wraps a dataset's error in its own DatasetError), else None."""
+    from mom_pipeline.inverse.schema import InverseInputError
+
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, InverseInputError):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def short_input_errors(previous=sys.excepthook):
+    """An excepthook that prints an error of the user's input tables as the one line of its
+    message, which names the file and what is wrong (the traceback, 95 lines through Kedro's
+    dataset wrapper, says nothing more to a user); `MOM_TRACEBACK=1` prints it. Any other
+    error goes to `previous`."""
+    def excepthook(kind, error, traceback):
+        cause = _input_error(error)
+        if cause is None or os.environ.get("MOM_TRACEBACK") == "1":
+            return previous(kind, error, traceback)
+        print(f"Error: {cause} (MOM_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+
+    return excepthook

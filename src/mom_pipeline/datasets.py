@@ -187,10 +187,19 @@ class ModelTrainingDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan,
             return False
 
 
+# kedro-viz turns the text of an HTML preview into markup with regular expressions (its
+# `html-renderer`): `_x_` and `*x*` become italics anywhere, before code spans are looked at
+# (`shortest_path ... n_train` came out as "shortest<em>path ... n</em>train"). As entities they
+# are shown as written.
+VIZ_EMPHASIS = {"_": "&#95;", "*": "&#42;"}
+
+
 class MarkdownDataset(TextDataset):
     """A text dataset whose kedro-viz preview is the whole markdown file (monospaced, so the
-    pipe tables stay aligned)."""
+    pipe tables stay aligned; underscores and asterisks shown as written, not as italics)."""
 
     def preview(self) -> HTMLPreview:
         text = html.escape(self.load())
-        return HTMLPreview(f'<pre style="font-size:12px;white-space:pre">{text}</pre>')
+        for character, entity in VIZ_EMPHASIS.items():
+            text = text.replace(character, entity)
+        return HTMLPreview(f'<pre style="font-size:12px;white-space:pre">\n{text}</pre>')

@@ -1,13 +1,14 @@
 """Kedro project settings."""
 
 import logging
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
 from kedro.config import OmegaConfigLoader
 
-from mom_pipeline.console import NotYetWrittenPreviews
+from mom_pipeline.console import NotYetWrittenPreviews, short_input_errors
 from mom_pipeline.tracking import DEFAULT_RUN_ENV
 
 # Deprecation notices from third-party code that `kedro run` / `kedro viz` would print and that
@@ -19,6 +20,8 @@ warnings.filterwarnings("ignore", message=r"ORJSONResponse is deprecated")
 # `kedro viz build --include-previews` warns, traceback included, for every dataset no run has
 # written yet: one line for all of them (mom_pipeline/console.py).
 logging.getLogger("kedro_viz.models.flowchart.node_metadata").addFilter(NotYetWrittenPreviews())
+# A `kedro run` stopped by an invalid input table prints that error's one line, not its traceback.
+sys.excepthook = short_input_errors(sys.excepthook)
 
 
 class ProjectConfigLoader(OmegaConfigLoader):

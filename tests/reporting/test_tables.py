@@ -40,3 +40,16 @@ def test_summary_sections_are_named_as_the_paper_names_the_setting():
                                 mean_relative_loss=0.1, fit_seconds=1.0) for t in range(2)])
     markdown = summary_markdown(summary_table(evaluation, trials), "t")
     assert "## attack power = 3" in markdown and "alpha_bar" not in markdown.split("|")[0]
+
+
+def test_the_markdown_preview_survives_kedro_vizs_emphasis_rules(tmp_path):
+    """kedro-viz's html-renderer applies `_(.*?)_` and `*(.*?)*` to the preview's text before
+    code spans: the project's preview shows underscores and asterisks as written."""
+    from mom_pipeline.datasets import MarkdownDataset
+
+    dataset = MarkdownDataset(filepath=str(tmp_path / "summary.md"))
+    dataset.save("Problem: `shortest_path`; fixed: `n_train` = 40, `eps_bar` = 0; 2 * 3 * 4\n")
+    preview = str(dataset.preview())
+    rendered = re.sub(r"\*(.*?)\*", r"<em>\1</em>", re.sub(r"_(.*?)_", r"<em>\1</em>", preview))
+    assert "<em>" not in rendered
+    assert "shortest&#95;path" in preview and "2 &#42; 3" in preview  # shown as written

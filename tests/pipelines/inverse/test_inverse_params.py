@@ -92,3 +92,18 @@ def test_bad_example_values_name_the_parameter(example, message):
 
     with pytest.raises(ValidationError, match=message):
         InverseExampleParams.model_validate(example)
+
+
+def test_an_optional_table_without_its_file_is_empty_and_a_required_one_names_what_it_holds(tmp_path, monkeypatch):
+    from kedro.io.core import DatasetError
+
+    from mom_pipeline.pipelines.inverse.datasets import InputTableDataset, MissingInputTable
+
+    monkeypatch.chdir(tmp_path)
+    bounds = InputTableDataset(filepath="data/01_raw/inverse/bounds.csv", optional=True).load()
+    assert bounds.empty and bounds.attrs["filepath"] == "data/01_raw/inverse/bounds.csv"
+    with pytest.raises(DatasetError) as raised:  # Kedro's wrapper around the dataset's own error
+        InputTableDataset(filepath="data/01_raw/inverse/rhs.csv").load()
+    assert isinstance(raised.value.__cause__, MissingInputTable)
+    assert str(raised.value.__cause__).startswith("file 'data/01_raw/inverse/rhs.csv': no such file; it must hold "
+                                                  "one row per constraint row: id, kind, row, rhs")

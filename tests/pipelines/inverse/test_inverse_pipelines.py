@@ -1,5 +1,11 @@
 """The inverse, prescribe and inverse_example pipelines through a KedroSession."""
 
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,6 +15,8 @@ from kedro_runs import run as _run
 from two_choice_lp import two_choice_tables
 
 from mom_pipeline.inverse import InverseInputError, make_example_dataset
+
+KEDRO = str(Path(sys.executable).parent / "kedro")
 
 
 def test_example_end_to_end(project_copy):
@@ -36,15 +44,41 @@ def test_a_fixed_lambda_is_kept(project_copy):
     assert list(curve["lam"]) == [0.001] and curve["chosen"].all()  # scored on held-out folds, not tuned
 
 
-def _user_tables(project, corrupt=None):
+def _user_tables(project, corrupt=None, without=()):
     tables = make_example_dataset(n_observations=60, seed=3)
     folder = project / "data" / "01_raw" / "inverse"
     folder.mkdir(parents=True)
     if corrupt:
         corrupt(tables)
     for name in ("features", "decisions", "constraints", "rhs", "bounds", "new_contexts"):
-        tables[name].to_csv(folder / f"{name}.csv", index=False)
+        if name not in without:
+            tables[name].to_csv(folder / f"{name}.csv", index=False)
     return tables
+
+
+def test_without_a_bounds_file_every_variable_has_the_default_bounds_and_theta_is_by_variable(project_copy):
+    tables = _user_tables(project_copy, without=("bounds",))
+    _run(project_copy, "inverse")
+    with open(_latest(project_copy / "data" / "02_intermediate" / "inverse" / "problem.pkl"), "rb") as file:
+        problem = pickle.load(file)
+    assert np.isinf(problem.constraints.upper).all()  # no bounds file: [0, inf) for every variable
+    theta = pd.read_csv(_latest(project_copy / "data" / "07_model_output" / "inverse" / "theta.csv"))
+    decisions = [c for c in tables["decisions"].columns if c != "id"]
+    features = [c for c in tables["features"].columns if c != "id"] + ["intercept"]
+    assert list(theta.columns) == ["variable", *features]  # the user's features, then the intercept
+    assert list(theta["variable"]) == decisions  # x_0..x_23 as in decisions.csv: no slack std_* row
+
+
+def test_a_missing_required_table_is_one_line_naming_the_file_and_its_content(project_copy):
+    _user_tables(project_copy, without=("decisions",))
+    result = subprocess.run([KEDRO, "run", "--env=smoke", "--pipelines=inverse"], cwd=project_copy,
+                            capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "KEDRO_DISABLE_TELEMETRY": "true", "MOM_TRACEBACK": "0"})
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr + result.stdout
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert "data/01_raw/inverse/decisions.csv': no such file; it must hold one row per observation: id and the " \
+           "observed decision x_0..x_{n-1}" in line
 
 
 def test_user_data_with_a_bad_row_is_reported_not_dropped_silently(project_copy, caplog):

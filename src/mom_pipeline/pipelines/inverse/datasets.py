@@ -12,6 +12,21 @@ from mom_pipeline.inverse.tables import duplicated_names, duplicated_names_messa
 
 FILEPATH = "filepath"
 
+# What each input table must hold (docs/inverse_inputs.md), for the message when its file is missing.
+TABLE_CONTENTS = {
+    "features": "one row per observation: id and the feature columns",
+    "decisions": "one row per observation: id and the observed decision x_0..x_{n-1}",
+    "constraints": "one row per nonzero coefficient of the LP's rows: id, kind, row, col, value",
+    "rhs": "one row per constraint row: id, kind, row, rhs",
+    "bounds": "one row per variable whose bounds are not [0, inf): id, col, lower, upper",
+    "new_contexts": "one row per new context to decide for: id and the model's feature columns",
+    "routes": "one row per observed route: id, origin, destination and its nodes (or arcs)",
+}
+
+
+class MissingInputTable(InverseInputError):
+    """A required input table's file does not exist; the message names it and what it must hold."""
+
 
 class InputTableDataset(CSVDataset):
     """A CSV input table (features, decisions, constraints, rhs, bounds, new contexts).
@@ -22,9 +37,12 @@ class InputTableDataset(CSVDataset):
     the copy of a decision column ``x_1.1`` would be ignored); and the loaded table
     remembers its file in ``table.attrs["filepath"]`` (relative to the working directory
     when inside it), so that validation messages and the rejection report name the file.
+    A missing file is an empty table when ``optional`` (bounds: none means the default
+    bounds), else a `MissingInputTable` that names the file and what it must hold.
     """
 
-    def __init__(self, *, filepath: str, load_args: dict | None = None, **kwargs):
+    def __init__(self, *, filepath: str, load_args: dict | None = None, optional: bool = False, **kwargs):
+        self._optional = optional
         load_args = dict(load_args or {})
         dtype = load_args.get("dtype")
         if dtype is None or isinstance(dtype, dict):
@@ -32,8 +50,16 @@ class InputTableDataset(CSVDataset):
         super().__init__(filepath=filepath, load_args=load_args, **kwargs)
 
     def load(self) -> pd.DataFrame:
+        shown = shown_path(self._get_load_path(), self._protocol)
+        if not self._exists():
+            if not self._optional:
+                what = TABLE_CONTENTS.get(Path(str(self._get_load_path())).stem, "see docs/inverse_inputs.md")
+                raise MissingInputTable(shown, f"no such file; it must hold {what} (docs/inverse_inputs.md)")
+            table = pd.DataFrame()
+            table.attrs[FILEPATH] = shown
+            return table
         table = super().load()
-        table.attrs[FILEPATH] = shown_path(self._get_load_path(), self._protocol)
+        table.attrs[FILEPATH] = shown
         duplicates = duplicated_names(self._header())
         if duplicates:
             raise InverseInputError(table.attrs[FILEPATH], duplicated_names_message(duplicates))

@@ -15,6 +15,7 @@ from mom_pipeline.inverse import (
     prescribe,
     validate_inverse_problem,
 )
+from mom_pipeline.inverse.coefficients import user_coefficients
 from mom_pipeline.inverse.prescription import (
     prescribe_each,
     problem_fingerprint,
@@ -141,9 +142,19 @@ def train_inverse_model(problem: InverseProblem, lambda_validation: pd.DataFrame
 
 
 def coefficients_table(model: CostModel, problem: InverseProblem) -> pd.DataFrame:
-    """Theta (standard-form variables x features) as a table."""
-    return pd.DataFrame(model.coef_, columns=list(problem.feature_names),
-                        index=pd.Index([f"std_{j}" for j in range(model.coef_.shape[0])], name="variable")).reset_index()
+    """Theta as a table: one row per variable of the user's LP (named as in the decisions file),
+    one column per feature, in the user's units; the standard form's slack costs folded in
+    (`inverse.coefficients`). Where they cannot be (inequality rows that differ per observation),
+    the rows are the standard-form columns, described, and a warning says why."""
+    folded = user_coefficients(model.coef_, problem)
+    if folded is None:
+        log.warning("inverse: theta.csv is by standard-form column: the inequality rows differ between observations, "
+                    "so the slacks' costs cannot be folded into one Theta of the LP's own variables")
+        theta, names = model.coef_, list(problem.std_map.column_names)
+    else:
+        theta, names = folded
+    return pd.DataFrame(theta, columns=list(problem.feature_names),
+                        index=pd.Index(names, name="variable")).reset_index()
 
 
 def training_report(model: CostModel, problem: InverseProblem) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -56,15 +56,37 @@ class OwnRunVersion:
         return super()._fetch_latest_load_version()
 
 
-class RunPickleDataset(OwnRunVersion, PickleDataset):
+class DamagedVersionNamed:
+    """Mixin for a versioned dataset: a version that cannot be read is named, with what to do.
+
+    A run killed or out of disk while saving leaves a truncated file as the newest version,
+    and a later run (``--from-nodes``, ``prescribe``) that reads it failed with the reader's
+    own error (``EOFError`` for a pickle, no file named at all)."""
+
+    def load(self):
+        try:
+            return super().load()
+        except DatasetError as error:
+            cause = error.__cause__
+            if cause is None:  # Kedro's own message (no version at all, ...) says it already
+                raise
+            path = Path(self._get_load_path())
+            raise DatasetError(
+                f"{path} cannot be read ({type(cause).__name__}: {str(cause) or 'the file ends early'}): version "
+                f"{path.parent.name!r} is incomplete or damaged (a run killed, or out of disk, while saving it). "
+                f"Delete the folder {path.parent} to read the version before it, pin one with --load-versions="
+                "<dataset>:<version>, or rerun the node that writes it") from cause
+
+
+class RunPickleDataset(OwnRunVersion, DamagedVersionNamed, PickleDataset):
     """pickle.PickleDataset that reads back its own run's version (`OwnRunVersion`)."""
 
 
-class RunParquetDataset(OwnRunVersion, ParquetDataset):
+class RunParquetDataset(OwnRunVersion, DamagedVersionNamed, ParquetDataset):
     """pandas.ParquetDataset that reads back its own run's version (`OwnRunVersion`)."""
 
 
-class RunCSVDataset(OwnRunVersion, CSVDataset):
+class RunCSVDataset(OwnRunVersion, DamagedVersionNamed, CSVDataset):
     """pandas.CSVDataset that reads back its own run's version (`OwnRunVersion`)."""
 
 
@@ -162,10 +184,15 @@ class ModelTrainingDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan,
             log.info("%s: reusing %s, trained on the same data, from %s, in %d of %d trials, %s", data.name,
                      ", ".join(methods), ", ".join(folders), len(reused), len(data.keys),
                      trained_by(m for found in reused.values() for m, _ in found.values()))
-        for stored in data.train(missing, reused):
-            path = store.save(stored)
-            if index is not None:
-                index.record(data.method_keys.get((stored.setting, stored.trial), {}), path)
+        try:
+            for stored in data.train(missing, reused):
+                path = store.save(stored)
+                if index is not None:
+                    index.record(data.method_keys.get((stored.setting, stored.trial), {}), path)
+        except DatasetError:
+            raise
+        except Exception as error:  # Kedro would say "Failed while saving data": the training failed
+            raise DatasetError(f"training the models of {data.name} failed ({type(error).__name__}): {error}") from error
         manifest = {"experiment": data.name, "keep_models": data.keep_models, "trials": [
             {"setting": s, "trial": t, "key": key, "file": f"trials/{key}.pkl"} for (s, t), key in data.keys.items()]}
         path = Path(self._get_save_path())

@@ -234,8 +234,12 @@ class RunReportHooks:
         lines += [f"| {k} | {v} |" for k, v in package_versions().items()]
         lines += ["", "## Parameters", "", "```yaml", yaml.safe_dump(used, sort_keys=False).rstrip(), "```", ""]
         out = project / "data" / "08_reporting" / "run_reports" / f"{run_id}.md"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("\n".join(lines))
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text("\n".join(lines))
+        except OSError as error:  # best effort: a failed run's own error must stay the one raised
+            log.warning("run report not written: %s (%s, total %.1f s)", error, status.split(":")[0], total)
+            return
         level = logging.INFO if status == "succeeded" else logging.WARNING
         log.log(level, "run report written to %s (%s, total %.1f s)", out, status.split(":")[0], total)
         _log_artifact(out)

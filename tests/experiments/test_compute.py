@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from mom_pipeline.experiments import generate_experiment, parse_spec, solve_experiment
-from mom_pipeline.experiments.compute import ComputeConfig, imap_trials, map_trials
+from mom_pipeline.experiments.compute import ComputeBackendError, ComputeConfig, imap_trials, map_trials
 from mom_pipeline.experiments.online import run_online_trial
 
 SPEC = {"name": "t", "problem": "knapsack", "sweep": {"param": "degree", "values": [1]},
@@ -73,3 +73,66 @@ def test_dask_cluster_equals_sequential():
     sequential = _online_tables(ComputeConfig())
     pd.testing.assert_frame_equal(sequential, on_dask)
     assert np.isfinite(on_dask["cumulative_relative_regret"]).all()
+
+
+def _die(value):
+    import os
+
+    os._exit(1)  # a worker killed during its trial (the OOM killer, kill -9)
+
+
+def test_a_dead_loky_worker_is_named_not_a_failed_save():
+    """Issue 51 item 11: it surfaced as "fig1.models: Failed while saving data"."""
+    with pytest.raises(ComputeBackendError, match=r"(?s)a worker process died during a trial \(TerminatedWorkerError.*"
+                                                  r"the next run resumes"):
+        map_trials(_die, [(1,), (2,)], ComputeConfig(backend="loky", n_jobs=2))
+
+
+def test_an_unreachable_dask_scheduler_names_the_address():
+    pytest.importorskip("distributed")
+    import dask
+
+    address = "tcp://127.0.0.1:9"  # the discard port: nothing listens on it
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        with pytest.raises(ComputeBackendError, match=r"compute.dask_address 'tcp://127.0.0.1:9': no Dask scheduler "
+                                                      r"answers there .*set compute.backend to loky"):
+            map_trials(pow, [(2, 2)], ComputeConfig(backend="dask", n_jobs=2, dask_address=address))
+
+
+def test_a_dead_dask_worker_names_the_cluster(monkeypatch):
+    """The scheduler's KilledWorker (a worker died with the task: a real cluster takes minutes
+    to give up, so the backend here raises it as the scheduler would)."""
+    distributed = pytest.importorskip("distributed")
+    import contextlib
+    import types
+
+    from mom_pipeline.experiments import compute
+
+    def lost(tasks):
+        worker = types.SimpleNamespace(address="tcp://127.0.0.1:40001")  # the scheduler's WorkerState
+        raise distributed.scheduler.KilledWorker("train_trial-0", worker, 0)
+        yield
+
+    monkeypatch.setattr(compute, "_backend", lambda config, **options: contextlib.nullcontext(lost))
+    address = "tcp://127.0.0.1:8786"
+    with pytest.raises(ComputeBackendError, match=rf"worker process of the Dask cluster at '{address}' died during "
+                                                  r"a trial \(KilledWorker: .*the next run resumes"):
+        map_trials(pow, [(2, 2)], ComputeConfig(backend="dask", n_jobs=2, dask_address=address))
+
+
+def test_a_training_failure_is_not_reported_as_a_failed_save(tmp_path):
+    from kedro.io.core import DatasetError
+
+    from mom_pipeline.datasets import ModelTrainingDataset
+    from mom_pipeline.experiments.compute import ComputeBackendError as Lost
+    from mom_pipeline.experiments.storage import TrainingPlan
+
+    def train(cells, reused):
+        raise Lost("a worker process died during a trial")
+        yield  # a generator, as the plan's train is
+
+    plan = TrainingPlan(name="fig1", keys={(0, 0): "k" * 16}, train=train)
+    with pytest.raises(DatasetError) as raised:
+        ModelTrainingDataset(str(tmp_path / "models.json")).save(plan)
+    assert str(raised.value).startswith("training the models of fig1 failed (ComputeBackendError): a worker process")
+    assert "Failed while saving" not in str(raised.value)

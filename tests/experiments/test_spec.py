@@ -54,6 +54,13 @@ def test_missing_key_is_named():
     ({"methods": {"M": {"estimator": "MOMM"}}}, r"unknown estimator 'MOMM' \(did you mean 'MOM'\?\)"),
     ({"methods": {"M": {"estimator": "MOM", "grid": {"lamb": [1.0]}}}}, r"no hyperparameter 'lamb' \(did you mean 'lam'\?\)"),
     ({"methods": {"M": {"estimator": "MOM", "gird": {"lam": [1.0]}}}}, "did you mean 'grid'"),
+    # issue 51 item 11: each trial's fit failed inside the models' save ("fig1.models: Failed while saving data")
+    ({"methods": {"Ridge": {"estimator": "Ridge", "grid": {"lam": [1.0, -1.0]}}}},
+     r"methods.Ridge: method 'Ridge': grid.lam = -1.0 is not a valid value: The 'lam' parameter of Ridge must be"),
+    ({"methods": {"M": {"estimator": "MOM", "grid": {"lam": [0.0]}}}}, r"grid.lam = 0.0 .* range \(0.0, inf\)"),
+    ({"methods": {"S": {"estimator": "SPOPlus", "grid": {"lam": [0.1], "step_size": [-1.0]}}}}, r"grid.step_size = -1.0"),
+    ({"methods": {"RF": {"estimator": "RandomForest", "params": {"n_estimators": 0}}}}, r"params.n_estimators = 0"),
+    ({"methods": {"O": {"estimator": "OnlineMOM", "radius_factors": [1.0, 0.0]}}}, r"radius_factors must be positive"),
 ])
 def test_parameter_mistakes_are_named(change, message):
     with pytest.raises(SpecError, match=message):

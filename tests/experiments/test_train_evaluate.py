@@ -99,30 +99,46 @@ def test_a_joint_fit_fallback_is_logged_with_the_trial_by_the_main_process(monke
     assert not logging.getLogger("mom_pipeline.methods.tuning").filters
 
 
-def test_failed_grid_cells_are_logged_and_counted(caplog):
+@pytest.fixture()
+def failing_gamma(monkeypatch):
+    """KernelRidge's fit fails at gamma = 0.5 (a value its constraints allow: invalid ones are
+    refused by the spec before any training)."""
+    from mom_pipeline.methods.baselines import KernelRidgeCost
+
+    kernel = KernelRidgeCost._kernel
+
+    def failing(self, X, Y):
+        if self.gamma == 0.5:
+            raise np.linalg.LinAlgError("Eigenvalues did not converge")
+        return kernel(self, X, Y)
+
+    monkeypatch.setattr(KernelRidgeCost, "_kernel", failing)
+
+
+def test_failed_grid_cells_are_logged_and_counted(caplog, failing_gamma):
     """Issue 12, item 4: a grid value that makes a fit fail is logged and counted."""
     from mom_pipeline.experiments.train import log_failed_cells
 
     spec = parse_spec(dict(SPEC, trials=1, methods={
-        "KRR": {"estimator": "KernelRidge", "params": {"kernel": "rbf"}, "grid": {"gamma": [0.0, 1.0]}}}))
+        "KRR": {"estimator": "KernelRidge", "params": {"kernel": "rbf"}, "grid": {"gamma": [0.5, 1.0]}}}))
     trials = generate_experiment(spec)
     solutions = solve_experiment(trials, "solver")
     trained = train_trial(spec, trials[0], solutions[0])
     with caplog.at_level("WARNING"):
         log_failed_cells(spec, 0, 0, trained)
-    assert "KRR grid cell {'gamma': 0.0} failed" in caplog.text and "'gamma' parameter of KernelRidgeCost must be" in caplog.text
+    assert "KRR grid cell {'gamma': 0.5} failed" in caplog.text and "Eigenvalues did not converge" in caplog.text
     (row,) = hyperparameter_rows(spec, 0, 2, 0, trained)
     assert row["grid_cells"] == 2 and row["failed_cells"] == 1 and row["params"] == "gamma=1"
 
 
-def test_a_cell_failing_in_every_trial_is_warned_once_then_summarized(caplog):
+def test_a_cell_failing_in_every_trial_is_warned_once_then_summarized(caplog, failing_gamma):
     """A grid cell that fails in every trial (SPO+ diverging at lam x step_size >= 100 does, in
     the paper's grids) gives one warning when it first fails, debug lines for the other trials,
     and one summary warning with the count; the trials' tables still count it."""
     from mom_pipeline.experiments.train import log_failed_cell_summary, log_failed_cells
 
     spec = parse_spec(dict(SPEC, trials=3, methods={
-        "KRR": {"estimator": "KernelRidge", "params": {"kernel": "rbf"}, "grid": {"gamma": [0.0, 1.0]}}}))
+        "KRR": {"estimator": "KernelRidge", "params": {"kernel": "rbf"}, "grid": {"gamma": [0.5, 1.0]}}}))
     trials = generate_experiment(spec)
     solutions = solve_experiment(trials, "solver")
     trained = [train_trial(spec, trial, solution) for trial, solution in zip(trials, solutions)]
@@ -131,11 +147,11 @@ def test_a_cell_failing_in_every_trial_is_warned_once_then_summarized(caplog):
         for trial, methods in zip(trials, trained):
             log_failed_cells(spec, trial.setting, trial.trial, methods, seen)
         log_failed_cell_summary(spec.name, seen, len(trials))
-    failures = [r for r in caplog.records if "grid cell {'gamma': 0.0} failed and is skipped" in r.getMessage()]
+    failures = [r for r in caplog.records if "grid cell {'gamma': 0.5} failed and is skipped" in r.getMessage()]
     assert [r.levelname for r in failures] == ["WARNING", "DEBUG", "DEBUG"]
     (summary,) = [r for r in caplog.records if "failed in" in r.getMessage()]
     assert summary.levelname == "WARNING"
-    assert "KRR grid cell {'gamma': 0.0} failed in 3 of the 3 trials trained" in summary.getMessage()
+    assert "KRR grid cell {'gamma': 0.5} failed in 3 of the 3 trials trained" in summary.getMessage()
     assert all(row["failed_cells"] == 1 for methods, trial in zip(trained, trials)
                for row in hyperparameter_rows(spec, trial.setting, trial.setting_value, trial.trial, methods))
 

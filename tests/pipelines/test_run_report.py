@@ -38,3 +38,19 @@ def test_git_state():
     if (PROJECT_ROOT / ".git").exists():
         assert re.fullmatch(r"[0-9a-f]{40}", commit) and isinstance(dirty, bool)
     assert git_state(PROJECT_ROOT.anchor) == ("unknown", False) or Path(PROJECT_ROOT.anchor, ".git").exists()
+
+
+def test_a_report_that_cannot_be_written_leaves_the_runs_own_error(tmp_path, caplog):
+    """Issue 51 item 11: with a read-only data folder the run ended in the hook's own OSError."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "08_reporting").write_text("")  # a file where the folder goes: mkdir fails
+    hooks = RunReportHooks()
+    hooks.before_pipeline_run(run_params={}, pipeline=None, catalog=None)
+    run_params = {"project_path": str(tmp_path), "run_id": "2026-01-01T00.00.00.000Z"}
+    with caplog.at_level("WARNING"):
+        hooks.on_pipeline_error(error=PermissionError("data/03_primary is read-only"), pipeline=None,
+                                catalog=DataCatalog(), run_params=run_params)  # returns: Kedro re-raises the error
+    assert "run report not written" in caplog.text and "FAILED" in caplog.text
+    hooks.before_pipeline_run(run_params={}, pipeline=None, catalog=None)
+    hooks.after_pipeline_run(run_params=run_params, pipeline=None, catalog=DataCatalog())  # a run that succeeded
+    assert caplog.text.count("run report not written") == 2

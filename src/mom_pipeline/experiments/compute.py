@@ -24,6 +24,11 @@ log = logging.getLogger(__name__)
 BACKENDS = ("sequential", "loky", "dask")
 
 
+class ComputeBackendError(RuntimeError):
+    """The configured backend cannot compute: no Dask scheduler at compute.dask_address, or a
+    worker process died during a trial (killed, or out of memory)."""
+
+
 class ComputeConfig(StrictModel):
     """backend: sequential | loky | dask; n_jobs: workers (-1: all cores);
     dask_address: scheduler address such as tcp://127.0.0.1:8786 (dask only).
@@ -110,7 +115,15 @@ def _backend(config: ComputeConfig, **options):
         except ImportError as error:
             raise ImportError("compute.backend 'dask' needs dask.distributed: pip install -e '.[dask]'") from error
 
-        with Client(config.dask_address) as client:
+        try:
+            client = Client(config.dask_address)
+        except (OSError, TimeoutError) as error:
+            raise ComputeBackendError(
+                f"compute.dask_address {config.dask_address!r}: no Dask scheduler answers there "
+                f"({type(error).__name__}: {error}); start one (`dask scheduler`, then `dask worker "
+                f"{config.dask_address}`), correct the address, or set compute.backend to loky or sequential"
+            ) from error
+        with client:
             log.info("dask: computing on %s (%d workers)", config.dask_address,
                      len(client.scheduler_info().get("workers", {})))
             with joblib.parallel_config(backend="dask"):
@@ -126,6 +139,17 @@ def _backend(config: ComputeConfig, **options):
                                     category=UserWarning)
             options.update(initializer=_exit_with_parent, initargs=(os.getpid(),), idle_worker_timeout=60)
         yield joblib.Parallel(n_jobs=config.n_jobs, backend=config.backend, **options)
+
+
+def _lost_worker_errors(config: ComputeConfig) -> tuple:
+    """The exceptions by which the backend reports a worker process that died."""
+    if config.backend == "dask":
+        from distributed.scheduler import KilledWorker
+
+        return (KilledWorker,)
+    from joblib.externals.loky.process_executor import TerminatedWorkerError
+
+    return (TerminatedWorkerError,)
 
 
 def map_trials(fn: Callable, items: Iterable, config: ComputeConfig, desc: str = "") -> list:
@@ -153,8 +177,16 @@ def imap_trials(fn: Callable, items: Iterable, config: ComputeConfig, desc: str 
         import joblib
 
         with _backend(config, return_as="generator", pre_dispatch=config.max_in_flight()) as parallel:
-            for result in parallel(joblib.delayed(_in_worker)(fn, *item) for item in items):
-                tracker.update()
-                yield result
+            try:
+                for result in parallel(joblib.delayed(_in_worker)(fn, *item) for item in items):
+                    tracker.update()
+                    yield result
+            except _lost_worker_errors(config) as error:
+                where = f" of the Dask cluster at {config.dask_address!r}" if config.backend == "dask" else ""
+                first_line = (str(error).splitlines() or [""])[0]
+                raise ComputeBackendError(
+                    f"a worker process{where} died during a trial ({type(error).__name__}: {first_line}): killed, or "
+                    "out of memory (a smaller compute.n_jobs gives each worker more); the trials finished before are "
+                    "kept: the next run resumes from them") from error
     finally:
         tracker.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import math
 from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
@@ -132,7 +133,26 @@ class MethodConfig(StrictModel):
                                 + (" and radius_factors" if self.radius_factors else ""))
         elif "tuning_folds" in self.model_fields_set:
             raise SpecError(f"method {self.label!r}: tuning_folds applies to tuning: decisions only")
+        self._check_values(cls)
         return self
+
+    def _check_values(self, cls) -> None:
+        """Every fixed value and every grid value against the estimator's declared constraints
+        (`methods.base.validate_hyperparameters`), so that a lam of -1 or a step size of 0 stops
+        the run here, naming the key, rather than each trial's fit inside the models' save."""
+        from ..methods.base import validate_hyperparameters
+
+        checks = [(f"params.{name}", {name: value}) for name, value in self.params.items()]
+        checks += [(f"grid.{name}", {name: value}) for name, values in self.grid.items() for value in values]
+        for key, value in checks:
+            try:
+                validate_hyperparameters(cls(**{**self.params, **value}))
+            except (TypeError, ValueError) as error:
+                raise SpecError(f"method {self.label!r}: {key} = {next(iter(value.values()))!r} is not a valid "
+                                f"value: {error}") from None
+        bad_factors = [f for f in self.radius_factors if not (math.isfinite(f) and f > 0)]
+        if bad_factors:
+            raise SpecError(f"method {self.label!r}: radius_factors must be positive numbers; got {bad_factors}")
 
 
 class ExperimentSpec(StrictModel):

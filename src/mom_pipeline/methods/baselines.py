@@ -106,6 +106,8 @@ class Ridge(_LinearBaseline):
     a constant feature, whose coefficient is penalized like the others.
     """
 
+    _parameter_constraints: ClassVar[dict] = {"lam": [NON_NEGATIVE]}
+
     lam: float = 1.0
 
     def _regressor(self):
@@ -115,6 +117,9 @@ class Ridge(_LinearBaseline):
 @estimator_hyperparameters
 class RandomForest(_RegressionBaseline):
     """scikit-learn's RandomForestRegressor fitted on all n outputs at once (multi-output)."""
+
+    _parameter_constraints: ClassVar[dict] = {"n_estimators": [POSITIVE_INT], "max_depth": [None, POSITIVE_INT],
+                                              "min_samples_leaf": [POSITIVE_INT]}
 
     n_estimators: int = 100
     max_depth: int | None = None

@@ -140,3 +140,16 @@ def test_clean_data_keeps_a_model_with_the_problem_of_its_run(project_copy, monk
 
 def _load_csv(path):
     return pd.read_csv(path, dtype={"id": str})
+
+
+def test_a_truncated_newest_problem_names_its_version_in_a_later_from_nodes_run(project_copy):
+    """Issue 51 item 11: the run ended in EOFError, no version folder named."""
+    _user_tables(project_copy)
+    _run(project_copy, "inverse", inverse={"model": {"lam": 0.01}})
+    (problem,) = _versions(project_copy / "data" / "02_intermediate" / "inverse" / "problem.pkl")
+    problem.write_bytes(problem.read_bytes()[:100])  # a kill (or a full disk) during the save
+    with pytest.raises(Exception, match=rf"version '{problem.parent.name}' is incomplete or damaged .*Delete the "
+                                        rf"folder {problem.parent}"):
+        bootstrap_project(project_copy)
+        with contextlib.chdir(project_copy), KedroSession.create(project_path=project_copy, env="smoke") as session:
+            session.run(pipeline_names=["inverse"], from_nodes=["inverse.tune_lambda"])

@@ -7,11 +7,12 @@ Each case runs in its own process (its peak memory is that process's maximum res
     python benchmarks/route_fit.py --cases grid5:1000:per_arc:dense sioux:1000:shared
     python benchmarks/route_fit.py --networks-dir /path/to/tntp/networks
 
-A case is network:T:model[:dense], network one of grid5, grid10, grid20 (the paper's grids,
+A case is network:T:model[:dense][:cold], network one of grid5, grid10, grid20 (the paper's grids,
 the routes of the paper's shortest-path costs) or a TNTP network found under MOM_NETWORKS_DIR
 (sioux, berlin, anaheim: routes from the project's BPR generator, noise-free), model per_arc or
 shared (shared: free-flow time and the baseline delay as arc attributes; on grids two random
-attributes); ":dense" also fits today's dual formulation on the same data (per-arc only).
+attributes); ":dense" also fits today's dual formulation on the same data (per-arc only);
+":cold" also fits the working set without its pilot start (`solve_network_margin(pilot=False)`).
 Printed per case: seconds, rounds, working rows per sample, the certified relative gap, the
 peak memory, and with ":dense" the dense method's seconds and objective (and the ratio).
 """
@@ -63,7 +64,7 @@ def run_case(case: str) -> dict:
     from mom_pipeline.methods import MOM
     from mom_pipeline.methods.route_mom import RouteMOM
 
-    network, T, model, *dense = case.split(":")
+    network, T, model, *flags = case.split(":")
     T = int(T)
     rng = np.random.default_rng(0)
     inputs = (_grid_case(int(network[4:]), T, model, rng) if network.startswith("grid")
@@ -75,7 +76,17 @@ def run_case(case: str) -> dict:
     row = dict(case=case, arcs=len(inputs["tails"]), T=T, model=model, seconds=round(seconds, 2),
                rounds=fit.n_iter_, rows_per_sample=round(fit.solver_info_["working_rows"] / T, 1),
                relative_gap=float(fit.certificate_["relative_gap"]), objective=fit.objective_)
-    if dense and inputs["lp"] is not None:
+    if "cold" in flags:
+        from mom_pipeline.solvers.network_margin import network_samples, solve_network_margin
+
+        data = network_samples(inputs["tails"], inputs["heads"], inputs["n_nodes"], inputs["X"], inputs["Z"],
+                               inputs["F"], inputs["usable"])
+        started = time.perf_counter()
+        cold = solve_network_margin(data, LAM, pilot=False)
+        row.update(cold_seconds=round(time.perf_counter() - started, 2), cold_rounds=cold.iterations,
+                   cold_objective_difference=abs(cold.objective - fit.objective_) / cold.objective)
+        row["ratio_cold_over_piloted"] = round(row["cold_seconds"] / seconds, 2)
+    if "dense" in flags and inputs["lp"] is not None:
         started = time.perf_counter()
         reference = MOM(lam=LAM, formulation="dual").fit(inputs["Z"], inputs["X"], lp=inputs["lp"])
         row.update(dense_seconds=round(time.perf_counter() - started, 2), dense_objective=reference.objective_,

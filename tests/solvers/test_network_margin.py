@@ -154,3 +154,33 @@ def test_hyperparameters_are_checked_at_fit():
     for bad in (dict(lam=0.0), dict(lam=float("nan")), dict(solver="fast"), dict(tol=-1.0)):
         with pytest.raises(ValueError, match=next(iter(bad))):
             RouteMOM(**bad).fit(Z, X, tails=tails, heads=heads, n_nodes=n_nodes)
+
+
+def test_a_pilot_start_reaches_the_same_optimum():
+    from mom_pipeline.solvers.network_margin import PILOT_FACTOR, PILOT_MIN_SAMPLES
+
+    T = PILOT_FACTOR * PILOT_MIN_SAMPLES
+    Z, X, tails, heads, n_nodes, rng = two_way_network(seed=5, T=T)
+    data = network_samples(tails, heads, n_nodes, X, Z, rng.uniform(0.5, 1.5, (len(tails), 2)))
+    piloted = solve_network_margin(data, 1e-2)
+    cold = solve_network_margin(data, 1e-2, pilot=False)
+    assert piloted.extra["pilot"]["samples"] == PILOT_MIN_SAMPLES and cold.extra["pilot"] is None
+    assert abs(piloted.objective - cold.objective) <= 1e-7 * cold.objective
+    assert piloted.certificate["relative_gap"] <= 1e-8
+
+
+def test_clarabel_on_the_cycle_basis_solves_the_arc_basis_problem():
+    from mom_pipeline.solvers.network_cycles import short_cycle_basis
+    from mom_pipeline.solvers.network_margin import initial_working_set
+    from mom_pipeline.solvers.network_restricted import solve_restricted
+
+    Z, X, tails, heads, n_nodes, _ = two_way_network(seed=6, T=25)
+    data = network_samples(tails, heads, n_nodes, X, Z)
+    working = initial_working_set(data)
+    arcs = solve_restricted(data, working, 1e-2)
+    cycles = solve_restricted(data, working, 1e-2, basis=short_cycle_basis(tails, heads, n_nodes))
+    objective = [0.5 * 1e-2 * np.sum(r.Theta**2) + r.S.sum() / data.T for r in (arcs, cycles)]
+    assert abs(objective[0] - objective[1]) <= 1e-7 * objective[0]
+    # Both give the same reduced costs; the cycle basis's Theta has no potential part.
+    from mom_pipeline.solvers.network_problem import incidence_matrix
+    assert np.abs(incidence_matrix(tails, heads, n_nodes) @ cycles.Theta).max() <= 1e-12

@@ -27,9 +27,21 @@ class RestrictedSolution:
     seconds: float
 
 
-def _theta_entries(data: NetworkSamples, t: np.ndarray, a: np.ndarray):
-    """Column indices and values of c_ta = phi_ta' vec(Theta) (vec row by row, Theta (q, d))."""
+def _theta_entries(data: NetworkSamples, t: np.ndarray, a: np.ndarray, basis: sp.csr_matrix | None = None):
+    """(entry's position in t/a, column, value) of c_ta = phi_ta' vec(Theta), flat: vec row by
+    row, Theta (q, d); with a cycle basis B (`network_cycles`) the coefficients W (m, d) of
+    Theta = B W, c_ta = sum_j B_aj W_j' z_t."""
     d = data.d
+    if basis is not None:
+        starts, stops = basis.indptr[a], basis.indptr[a + 1]
+        counts = stops - starts
+        which = np.repeat(np.arange(a.size), counts)
+        nz = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(starts, counts)
+        cycle, sign = basis.indices[nz], basis.data[nz]
+        position = np.repeat(which, d)
+        cols = (cycle[:, None] * d + np.arange(d)[None, :]).ravel()
+        vals = (sign[:, None] * data.Z[t[which]]).ravel()
+        return position, cols, vals
     if data.F is None:
         cols = a[:, None] * d + np.arange(d)[None, :]
         vals = data.Z[t]
@@ -37,15 +49,20 @@ def _theta_entries(data: NetworkSamples, t: np.ndarray, a: np.ndarray):
         q = data.q
         cols = np.broadcast_to(np.arange(q * d)[None, :], (t.size, q * d))
         vals = (data.F[a][:, :, None] * data.Z[t][:, None, :]).reshape(t.size, q * d)
-    return cols, vals
+    return np.repeat(np.arange(t.size), cols.shape[1]), cols.ravel(), vals.ravel()
 
 
-def solve_restricted(data: NetworkSamples, working: np.ndarray, lam: float, threads: int = 1) -> RestrictedSolution:
-    """The MOM QP on the route equalities and the working rows only, by Clarabel."""
+def solve_restricted(data: NetworkSamples, working: np.ndarray, lam: float, threads: int = 1,
+                     basis: sp.spmatrix | None = None) -> RestrictedSolution:
+    """The MOM QP on the route equalities and the working rows only, by Clarabel; for the
+    per-arc model with `basis` (a sparse cycle basis B), on W with Theta = B W."""
     import clarabel
 
     started = time.perf_counter()
-    T, n, p = data.T, data.n, data.q * data.d
+    T, n = data.T, data.n
+    if basis is not None:
+        basis = sp.csr_matrix(basis)
+    p = (basis.shape[1] if basis is not None else data.q) * data.d
     rt, ra = np.nonzero(data.routes)
     wt, wa = np.nonzero(working)
     # Potentials of the nodes the route and working arcs touch; each route's destination and
@@ -65,12 +82,12 @@ def solve_restricted(data: NetworkSamples, working: np.ndarray, lam: float, thre
     E = rt.size
 
     def row_block(t_, a_, sign_theta, sign_pot, row0):
-        cols, vals = _theta_entries(data, t_, a_)
+        position, cols, vals = _theta_entries(data, t_, a_, basis)
         k = t_.size
         r = row0 + np.arange(k)
-        pieces_r = [np.repeat(r, cols.shape[1])]
-        pieces_c = [cols.ravel()]
-        pieces_v = [sign_theta * vals.ravel()]
+        pieces_r = [r[position]]
+        pieces_c = [cols]
+        pieces_v = [sign_theta * vals]
         for node_of, s in ((data.tails, -1.0), (data.heads, 1.0)):
             col = index[t_, node_of[a_]]
             ok = col >= 0
@@ -91,7 +108,11 @@ def solve_restricted(data: NetworkSamples, working: np.ndarray, lam: float, thre
     A = sp.csc_matrix((np.concatenate(rows_v), (np.concatenate(rows_r), np.concatenate(rows_c))),
                       shape=(E + 2 * R, n_vars))
     b = np.r_[np.zeros(E), -np.ones(R), np.zeros(R)]
-    P = sp.csc_matrix((np.full(p, lam), (np.arange(p), np.arange(p))), shape=(n_vars, n_vars))
+    if basis is None:
+        P = sp.csc_matrix((np.full(p, lam), (np.arange(p), np.arange(p))), shape=(n_vars, n_vars))
+    else:  # ||B W||^2 = vec(W)' (B'B kron I_d) vec(W)
+        gram = sp.kron(basis.T @ basis, sp.identity(data.d), format="csc") * lam
+        P = sp.block_diag([sp.triu(gram, format="csc"), sp.csc_matrix((n_vars - p, n_vars - p))], format="csc")
     q_vec = np.r_[np.zeros(p + n_pot), np.full(R, 1.0 / T)]
     cones = [clarabel.ZeroConeT(E), clarabel.NonnegativeConeT(2 * R)] if E else [clarabel.NonnegativeConeT(2 * R)]
     settings = clarabel.DefaultSettings()
@@ -110,7 +131,8 @@ def solve_restricted(data: NetworkSamples, working: np.ndarray, lam: float, thre
     S[wt, wa] = np.maximum(x[p + n_pot:], 0.0)
     flows = np.zeros((T, n))
     flows[wt, wa] = np.clip(z[E:E + R] * T, 0.0, 1.0)
-    return RestrictedSolution(Theta=x[:p].reshape(data.q, data.d), S=S, flows=flows,
+    W = x[:p].reshape(-1, data.d)
+    return RestrictedSolution(Theta=W if basis is None else basis @ W, S=S, flows=flows,
                               iterations=int(solution.iterations), status=status,
                               seconds=time.perf_counter() - started)
 

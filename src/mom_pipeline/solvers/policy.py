@@ -330,12 +330,15 @@ def path_warm_start(n_vars: int, n_rows: int) -> bool:
 
 
 # Network MOM (`network_margin`): the restricted QP of a working-set round goes to Clarabel's
-# sparse LDL up to this many coefficients (the shared model's q x d), else to the block method
-# on the forest coordinates. Per sample the block method is dense in the free nodes and pads every
-# sample to the largest: Anaheim, shared model (3 x 7 coefficients), T = 100: 494 s by blocks,
-# 32 s by Clarabel; the per-arc model keeps 17 x 8 = 136 to 2888 coefficients dense in Clarabel's
-# factor: 5 x 5 grid, T = 1000: 52 s by Clarabel, 19 s by blocks.
-NETWORK_CLARABEL_MAX_COEFFICIENTS = 100
+# sparse LDL up to this many coefficients (the shared model's q x d; the per-arc model's
+# cycle-space dimension x d, Theta = B W on a sparse cycle basis B), else to the block method
+# on the forest coordinates. Per sample the block method is dense in the free nodes and pads
+# every sample to the largest; Clarabel pays each sample's coefficients squared:
+# Anaheim shared (3 x 7 coefficients), T = 100: 494 s by blocks, 32 s by Clarabel;
+# per-arc 5 x 5 grid (16 x 8), T = 1,000: 30 s by Clarabel, 45 s by blocks; Sioux Falls
+# (53 x 8), T = 300: 83 s against 137 s; 20 x 20 grid (361 x 8), T = 50: Clarabel's rounds
+# take twice the block method's (record 021).
+NETWORK_CLARABEL_MAX_COEFFICIENTS = 1000
 
 
 def network_restricted_method(n_coefficients: int) -> Literal["clarabel", "blocks"]:

@@ -3,6 +3,7 @@
 #   make test  -> same set-up, then the test suite
 #   make test-fast -> the unit tests only, in about 1.5 CPU-minutes (no Kedro runs, browser, notebook)
 #   make lock  -> re-resolves requirements.lock from pyproject.toml (after changing a dependency)
+#   make notebook -> installs JupyterLab (the `notebook` extra) and opens notebooks/redraw_figure.ipynb
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -12,7 +13,7 @@ export KEDRO_DISABLE_TELEMETRY := true
 export DO_NOT_TRACK := 1
 export MPLBACKEND := Agg
 
-.PHONY: run test test-fast bench bench-methods bench-inverse bench-experiments bench-footprint bench-text-features install lock viz clean-venv clean-data data-size
+.PHONY: run test test-fast notebook bench bench-methods bench-inverse bench-experiments bench-footprint bench-text-features install lock viz clean-venv clean-data data-size
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -104,6 +105,14 @@ bench-text-features: $(STAMP)
 
 viz: $(STAMP)
 	$(BIN)/kedro viz run
+
+# JupyterLab and ipywidgets (the `notebook` extra, resolved with every package the lock pins kept
+# at its pin), then the notebook that redraws a figure from the catalog. Not part of the lock:
+# `make test` runs the notebook in a bare kernel. NOTEBOOK_ARGS: e.g. --no-browser on a server.
+NOTEBOOK := notebooks/redraw_figure.ipynb
+notebook: $(STAMP)
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -c $(LOCK) -e ".[notebook]"
+	$(BIN)/jupyter lab $(NOTEBOOK_ARGS) $(NOTEBOOK)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -7,9 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from kedro.config import OmegaConfigLoader
+from tqdm import TqdmWarning
 
-from mom_pipeline.console import NotYetWrittenPreviews, short_input_errors
-from mom_pipeline.tracking import DEFAULT_RUN_ENV
+# In a Jupyter kernel without ipywidgets, tqdm.auto warns "IProgress not found" when a module
+# imports it (mlflow's, through the tracking below), and then draws the text bar, as wanted
+# (`make notebook` installs ipywidgets). Set before those imports.
+warnings.filterwarnings("ignore", message=r"IProgress not found", category=TqdmWarning)
+
+from mom_pipeline.console import NotYetWrittenPreviews, short_input_errors  # noqa: E402
+from mom_pipeline.tracking import DEFAULT_RUN_ENV  # noqa: E402
 
 # Deprecation notices from third-party code that `kedro run` / `kedro viz` would print and that
 # a user cannot act on (Kedro reads this module before it loads the plugins): omegaconf's rename

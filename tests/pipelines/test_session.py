@@ -3,6 +3,7 @@
 MLflow, the notebook redraws a figure from the catalog, and kedro-viz builds and renders in a
 browser."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -88,10 +89,15 @@ def test_every_figure_has_its_outputs(smoke_run):
 def test_notebook_redraws_a_figure(smoke_run):
     notebook = nbformat.read(PROJECT_ROOT / "notebooks" / "redraw_figure.ipynb", as_version=4)
     os.environ.update(MOM_PROJECT_PATH=str(smoke_run), MOM_ENV="smoke", MOM_FIGURE="fig1")
+    (smoke_run / "logs").mkdir(exist_ok=True)  # conf/logging.yml's log file (the repository keeps the folder)
     NotebookClient(notebook, timeout=300, kernel_name="python3",
                    resources={"metadata": {"path": str(smoke_run)}}).execute()
     assert (smoke_run / "data" / "08_reporting" / "fig1" / "notebook_redraw.png").stat().st_size > 0
     assert "%load_ext kedro.ipython" in notebook.cells[1].source
+    outputs = json.dumps([cell.get("outputs", []) for cell in notebook.cells])
+    assert outputs.count("Kedro project mom_pipeline") == 1  # loaded once, in MOM_ENV's environment
+    assert "IProgress" not in outputs  # tqdm's warning without ipywidgets
+    assert "Traceback" not in outputs
     draw = next(c for c in notebook.cells if "boxplot_figure" in c.source)
     assert any("image/png" in out.get("data", {}) for out in draw.outputs), "the figure is not shown inline"
     compare = notebook.cells[-1]

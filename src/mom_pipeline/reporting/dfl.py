@@ -104,8 +104,11 @@ def dfl_figure(results: pd.DataFrame, title: str):
         part = results[results["n_train"] == size]
         for i, method in enumerate(methods):
             stats = part[part["method"] == method].groupby("degree")["normalized_regret"].agg(["mean", "std"])
+            # past the palette's colours the lines are told apart by their dashes and markers
+            wrap = i // len(PALETTE)
             ax.errorbar(stats.index + (i - len(methods) / 2) * 0.04, stats["mean"], yerr=stats["std"].fillna(0),
-                        marker="o", ms=4, capsize=2, lw=1.2, color=PALETTE[i % len(PALETTE)], label=method)
+                        marker="osD^"[wrap % 4], ms=4, capsize=2, lw=1.2, ls=["-", "--", ":", "-."][wrap % 4],
+                        color=PALETTE[i % len(PALETTE)], label=method)
         ax.set_title(f"T = {size}", fontsize=10)
         ax.set_xlabel("polynomial degree")
         ax.set_xticks(sorted(part["degree"].unique()))

@@ -20,3 +20,18 @@ def test_previews_of_unwritten_datasets_get_one_line_and_other_failures_pass():
     assert quiet.filter(broken) and "could not be previewed" in broken.getMessage()
     other = logging.LogRecord("kedro", logging.WARNING, __file__, 1, "anything", (), None)
     assert quiet.filter(other)
+
+
+def test_an_input_table_not_yet_written_is_one_of_the_quiet_previews(tmp_path):
+    """The input tables' own missing-file error (it names what the table must hold) counts as
+    "not yet written", as the OS's 'No such file or directory' does."""
+    import pytest
+    from kedro.io.core import DatasetError
+
+    from mom_pipeline.pipelines.inverse.datasets import InputTableDataset
+
+    with pytest.raises(DatasetError) as raised:
+        InputTableDataset(filepath=str(tmp_path / "routes.csv")).load()
+    quiet = NotYetWrittenPreviews()
+    assert quiet.filter(_preview_failure("inverse.theta", "VersionNotFoundError", "Did not find any versions"))
+    assert not quiet.filter(_preview_failure("inverse_routes.routes", "DatasetError", str(raised.value)))

@@ -18,7 +18,8 @@ def _not_yet_written(record: logging.LogRecord) -> str | None:
     if len(args) < 3:
         return None
     name, kind, error = args[:3]
-    missing = kind == "VersionNotFoundError" or "No such file or directory" in str(error)
+    # the OS's "No such file or directory", or an input table's own "no such file; it must hold ..."
+    missing = kind == "VersionNotFoundError" or "no such file" in str(error).lower()
     return str(name) if missing else None
 
 

@@ -214,11 +214,13 @@ class ModelTrainingDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan,
             return False
 
 
-# kedro-viz turns the text of an HTML preview into markup with regular expressions (its
-# `html-renderer`): `_x_` and `*x*` become italics anywhere, before code spans are looked at
-# (`shortest_path ... n_train` came out as "shortest<em>path ... n</em>train"). As entities they
-# are shown as written.
-VIZ_EMPHASIS = {"_": "&#95;", "*": "&#42;"}
+# kedro-viz sanitizes an HTML preview (which turns entities back into characters) and then marks
+# it up with regular expressions (its `html-renderer`): `_x_` and `*x*` become italics anywhere
+# on a line, before code spans are looked at (`shortest_path ... n_train` came out as
+# "shortest<em>path ... n</em>train"). Those expressions do not cross a line break, and a line
+# break in a hidden element is not shown: one follows every such character.
+VIZ_EMPHASIS = ("_", "*")
+VIZ_SEPARATOR = '<span style="display:none">\n</span>'
 
 
 class MarkdownDataset(TextDataset):
@@ -227,6 +229,6 @@ class MarkdownDataset(TextDataset):
 
     def preview(self) -> HTMLPreview:
         text = html.escape(self.load())
-        for character, entity in VIZ_EMPHASIS.items():
-            text = text.replace(character, entity)
-        return HTMLPreview(f'<pre style="font-size:12px;white-space:pre">\n{text}</pre>')
+        for character in VIZ_EMPHASIS:
+            text = text.replace(character, character + VIZ_SEPARATOR)
+        return HTMLPreview(f'<pre style="font-size:12px;white-space:pre">{text}</pre>')

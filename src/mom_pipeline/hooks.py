@@ -260,7 +260,10 @@ def _log_artifact(path: Path) -> None:
     except ImportError:
         return
     if mlflow.active_run() is not None:
-        mlflow.log_artifact(str(path))
+        try:
+            mlflow.log_artifact(str(path))
+        except Exception as error:  # noqa: BLE001 - the report is written; the store's trouble is said
+            log.warning("the run report was not attached to the MLflow run: %s", error)
 
 
 def _end_tracked_run(status: str) -> None:

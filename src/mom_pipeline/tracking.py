@@ -14,7 +14,11 @@ instance (DISABLE_HOOKS_FOR_PLUGINS), so every correction is made where the plug
 - parameters: one per leaf, all logged when the run starts (the plugin logs the ones each node
   reads, and typed specs, which Kedro hands over as Pydantic models, as one repr string);
 - a run stopped by SIGINT/SIGTERM ends KILLED (hooks.RunReportHooks ends it), a failed one FAILED;
-- every figure's summaries and figures (the versioned files just saved) as artifacts under `<figure>/`.
+- every figure's summaries and figures (the versioned files just saved) as artifacts under `<figure>/`;
+- a store that cannot be used (a corrupt, locked or full `mlflow.db`, a server out of reach) turns
+  tracking off for the run through the plugin's own switch (`disable_tracking.pipelines`, which
+  also stops the catalog's MLflow datasets from logging), with one warning that names the store
+  and the remedy; the run itself goes on (`TrackingHooks._tracking_off`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import warnings
 from pathlib import Path
 
 from kedro.framework.hooks import hook_impl
+from kedro_mlflow.io.catalog.switch_catalog_logging import switch_catalog_logging
 
 from mom_pipeline.hooks import git_state, saved_path
 from mom_pipeline.reporting.tables import metric_name
@@ -144,29 +149,88 @@ def _runner_name(runner) -> str:
     return text.split()[0].rsplit(".", 1)[-1] if text.startswith("<") else text
 
 
+def store_errors() -> tuple:
+    """The exceptions by which MLflow says its store cannot be used (SQLAlchemy's and sqlite's
+    for a database, MLflow's own for a server, OSError for a full or read-only disk)."""
+    import sqlite3
+
+    from mlflow.exceptions import MlflowException
+
+    errors = (MlflowException, sqlite3.Error, OSError)
+    try:
+        from sqlalchemy.exc import SQLAlchemyError
+    except ImportError:
+        return errors
+    return (*errors, SQLAlchemyError)
+
+
+def store_remedy(uri: str) -> str:
+    """What to do about a tracking store at `uri` that cannot be used."""
+    if uri.startswith("sqlite:///"):
+        path = uri.removeprefix("sqlite:///")
+        return (f"if another process holds it (`kedro mlflow ui`, another run), run again when it is done; if "
+                f"the disk is full, free space; if it is damaged, move it aside (mv {path} {path}.broken): the next "
+                "run starts a new store")
+    return ("check that the tracking server answers (server.mlflow_tracking_uri in conf/*/mlflow.yml or "
+            "MLFLOW_TRACKING_URI)")
+
+
 class TrackingHooks(MlflowHook):
     """kedro-mlflow's hook with the corrections of the module docstring."""
 
     def __init__(self):
         super().__init__()
         self._catalog = None
+        self._store_failure = None  # why tracking is off for this session (None: it is on)
+
+    def _tracking_off(self, error: Exception, uri: str | None) -> None:
+        """Tracking off for the rest of the session, said once: the store, the error, the remedy."""
+        import mlflow
+
+        if self._store_failure is not None:
+            return
+        uri = uri or mlflow.get_tracking_uri()
+        first_line = (str(error).splitlines() or [""])[0]
+        self._store_failure = f"{type(error).__name__}: {first_line}"
+        self._is_mlflow_enabled = False
+        log.warning("MLflow tracking is off for this run: the store %s cannot be used (%s); %s. The run goes on "
+                    "and writes its outputs under data/ as usual.", uri, self._store_failure, store_remedy(uri))
+        while mlflow.active_run() is not None:
+            try:
+                mlflow.end_run("FAILED")
+            except store_errors():
+                pass  # end_run took the run off its stack first: the store cannot record its end
 
     @hook_impl
     def after_context_created(self, context):
         # mlflow.set_tracking_uri (called by the plugin) also exports MLFLOW_TRACKING_URI, which
         # would then decide the store of the next session in this process (a notebook, the tests)
         # and of every `kedro run` it starts: the variable is put back as it was.
+        from kedro_mlflow.config.kedro_mlflow_config import KedroMlflowConfig
+
         exported = os.environ.get("MLFLOW_TRACKING_URI")
+        # One instance serves every session of the process (settings.HOOKS): each starts afresh.
+        # The plugin's before_node_run reopens `run_id` whenever it is set: an untracked session
+        # would reopen the previous session's run.
+        self._store_failure = None
+        self.run_id = None
+        self.__dict__.pop("mlflow_config", None)
         try:
             super().after_context_created(context)
+            config = self.mlflow_config
+            if config.server.mlflow_tracking_uri == local_tracking_uri(context.project_path):
+                hide_empty_default_experiment(config.server._mlflow_client)
+        except store_errors() as error:
+            # the plugin stopped in its setup, before keeping its configuration: kept here, unset up
+            if not hasattr(self, "mlflow_config"):
+                self.mlflow_config = KedroMlflowConfig.model_validate({**context.config_loader["mlflow"]})
+                self._already_active_mlflow = False
+            self._tracking_off(error, self.mlflow_config.server.mlflow_tracking_uri)
         finally:
             if exported is None:
                 os.environ.pop("MLFLOW_TRACKING_URI", None)
             else:
                 os.environ["MLFLOW_TRACKING_URI"] = exported
-        config = self.mlflow_config
-        if config.server.mlflow_tracking_uri == local_tracking_uri(context.project_path):
-            hide_empty_default_experiment(config.server._mlflow_client)
 
     @hook_impl
     def after_catalog_created(self, catalog, conf_catalog, conf_creds, parameters, save_version, load_versions):
@@ -183,12 +247,24 @@ class TrackingHooks(MlflowHook):
         env = run_env(run_params)
         if named is None:
             run.name = f"{'+'.join(names)} ({env})"
+        disabled = self.mlflow_config.tracking.disable_tracking
+        configured_off = disabled.pipelines
+        if self._store_failure is not None:  # the plugin's own switch: no run, no MLflow dataset logs
+            disabled.pipelines = [*configured_off, *names]
         try:
             super().before_pipeline_run(run_params, pipeline, catalog)
+            if self._is_mlflow_enabled and mlflow.active_run() is not None:
+                self._tag_and_log_parameters(run_params, pipeline, catalog, names, env)
+        except store_errors() as error:
+            self._tracking_off(error, self.mlflow_config.server.mlflow_tracking_uri)
+            switch_catalog_logging(catalog, False)
         finally:
             run.name = named
-        if not self._is_mlflow_enabled or mlflow.active_run() is None:
-            return
+            disabled.pipelines = configured_off
+
+    def _tag_and_log_parameters(self, run_params, pipeline, catalog, names: list, env: str) -> None:
+        import mlflow
+
         client = self.mlflow_config.server._mlflow_client
         plugin_tags = client.get_run(self.run_id).data.tags
         for key in REDUNDANT_PLUGIN_TAGS:
@@ -217,12 +293,23 @@ class TrackingHooks(MlflowHook):
         super().before_node_run(node, catalog, others, is_async)
 
     @hook_impl
+    def after_pipeline_run(self, run_params, pipeline, catalog):
+        try:
+            super().after_pipeline_run(run_params, pipeline, catalog)
+        except store_errors() as error:  # the run itself succeeded
+            self._tracking_off(error, self.mlflow_config.server.mlflow_tracking_uri)
+            switch_catalog_logging(catalog, True)
+
+    @hook_impl
     def on_pipeline_error(self, error, run_params, pipeline, catalog):
         import mlflow
 
         if self._is_mlflow_enabled and mlflow.active_run() is None:
             return  # already ended (an interrupted run ends KILLED in hooks.RunReportHooks)
-        super().on_pipeline_error(error, run_params, pipeline, catalog)
+        try:
+            super().on_pipeline_error(error, run_params, pipeline, catalog)
+        except store_errors() as store_error:  # the run's own error is the one to raise
+            self._tracking_off(store_error, self.mlflow_config.server.mlflow_tracking_uri)
 
     @hook_impl
     def after_dataset_saved(self, dataset_name, data, node):
@@ -235,4 +322,7 @@ class TrackingHooks(MlflowHook):
             return
         path = saved_path(self._catalog.get(dataset_name))
         if path is not None and Path(str(path)).is_file():
-            mlflow.log_artifact(str(path), artifact_path=figure)
+            try:
+                mlflow.log_artifact(str(path), artifact_path=figure)
+            except store_errors() as error:
+                self._tracking_off(error, self.mlflow_config.server.mlflow_tracking_uri)

@@ -68,18 +68,21 @@ SHRINK_FLOW = 1e-6
 
 
 #: A fit of at least PILOT_FACTOR * PILOT_MIN_SAMPLES samples starts from a pilot: the same fit
-#: on every PILOT_FACTOR-th sample (itself piloted the same way), whose optimum's violated rows
-#: on all samples are the first working set. Without it the first rounds carry every row next to
-#: every route (Anaheim, shared model, T = 1,000: 15 rounds, a first restricted QP of 71,000 rows
-#: at T = 300); record 021.
+#: on every PILOT_FACTOR-th sample (itself piloted the same way), whose optimum's rows within
+#: PILOT_BAND of their margin, on all samples, are the first working set. Without it the first
+#: restricted optimum knows only the rows next to the routes and one round carries most rows
+#: (Anaheim, shared model, T = 300: 71,000 rows); with band 0 that happened after the pilot on
+#: Berlin (T = 1,000: 101,000 rows, 122 s; band 0.1: 32 s; Anaheim 127 s at 0.1, 91 s at 0); record 021.
 PILOT_FACTOR = 8
 PILOT_MIN_SAMPLES = 30
+PILOT_BAND = 0.1
 
 
 def pilot_working_set(data: NetworkSamples, lam: float, **fit) -> tuple[np.ndarray | None, dict | None]:
     """(the first working set, what the pilot took) from a pilot fit on every PILOT_FACTOR-th
     sample, or (None, None) when the fit is too small to need one. The working set: the rows
-    violated at the pilot's optimum (their detour chains, as `relax` finds them), every sample."""
+    within PILOT_BAND of their margin at the pilot's optimum (with their detour chains, as
+    `relax` finds them), on every sample."""
     if data.T < PILOT_FACTOR * PILOT_MIN_SAMPLES:
         return None, None
     started = time.perf_counter()
@@ -87,7 +90,7 @@ def pilot_working_set(data: NetworkSamples, lam: float, **fit) -> tuple[np.ndarr
     pilot = solve_network_margin(data_subset(data, chosen), lam, **fit)
     C = predicted_costs(pilot.solution[0], data)
     relaxation = relax(C, np.zeros_like(C), data, route_potentials(C, data, route_order(data)),
-                       np.zeros_like(data.rows), 0.0, VIOLATION_TOL)
+                       np.zeros_like(data.rows), PILOT_BAND, VIOLATION_TOL)
     info = dict(samples=int(chosen.size), rounds=pilot.iterations, seconds=time.perf_counter() - started,
                 pilot=pilot.extra.get("pilot"))
     logger.debug("network MOM pilot on %d of %d samples: %d rounds, %.1f s, %.1f rows per sample to start",

@@ -87,6 +87,23 @@ def test_problems_too_large_for_memory_stop_before_any_solve(monkeypatch):
         check_dual_formulation_fits(trial.lp.A, X, d)
 
 
+def test_a_lambda_grid_above_the_budget_goes_to_the_network_method(monkeypatch):
+    """`fit_many` (a tuning's lockstep grid) fits each model of a route LP that the block
+    method has no memory for by the working set over arcs, as `fit` does."""
+    from mom_pipeline.solvers import policy
+
+    trial = generate_shortest_path(60, 0, degree=4, eps_bar=0.5, seed=6)
+    X = trial.lp.solve(trial.train.C).x
+    monkeypatch.setattr(policy, "BLOCK_IPM_MAX_BYTES", 1.0)
+    models = [MOM(lam=lam, formulation="dual") for lam in (1e-1, 1e-2)]
+    assert models[0].fits_by_network(trial.lp.A, X, trial.train.Z)
+    MOM.fit_many(models, trial.train.Z, X, lp=trial.lp)
+    for model in models:
+        alone = MOM(lam=model.lam, formulation="dual", solver="network").fit(trial.train.Z, X, lp=trial.lp)
+        assert model.solver_info_["path"].startswith("network_working_set")
+        assert abs(model.objective_ - alone.objective_) <= 1e-9 * alone.objective_
+
+
 def test_an_lp_that_is_not_a_network_stops_above_the_budget(monkeypatch):
     from mom_pipeline.problems import generate_knapsack
     from mom_pipeline.solvers import policy

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -175,6 +176,16 @@ class MOM(LinearCostModel):
         lam = float(curve.loc[curve["chosen"], "lam"].iloc[0])
         return cls(**{**params, "lam": lam}).fit_standardized(Z, X_star, lp=lp), curve
 
+    def fits_by_network(self, A, X_star, Z) -> bool:
+        """Whether `fit(Z, X_star, A=A)` goes to the network method (`_network_problem`):
+        a pipeline asks before refusing a problem the block method has no memory for."""
+        if self.formulation != "dual":
+            return False
+        A = np.asarray(A.toarray() if hasattr(A, "toarray") else A, dtype=float)
+        X = _check_solutions(X_star, len(Z), A.shape[-1])
+        return self._network_problem(SimpleNamespace(A=A), X, np.asarray(Z, dtype=float),
+                                     threads_of(self.n_jobs)) is not None
+
     def _network_problem(self, problem, X, Z, threads: int):
         """The `network_margin.NetworkSamples` of a dual-formulation fit that the network method
         solves, or None for the block method: with solver="network" on a node-arc incidence
@@ -271,11 +282,21 @@ class MOM(LinearCostModel):
     @staticmethod
     def _fit_dual_path(models: list["MOM"], Z, X_star, A, b, lp) -> None:
         """Dual-formulation models differing only in lam: one block problem, solved from the
-        largest lam down with warm starts (`mom_dual.solve_dual_formulation_path`)."""
+        largest lam down with warm starts (`mom_dual.solve_dual_formulation_path`); those the
+        network method takes (`_network_problem`), fitted one by one."""
         if X_star is None:
             raise ValueError("formulation='dual' needs the observed optimal solutions X_star")
         problem = resolve_lp(A, b, lp)
         X = _check_solutions(X_star, Z.shape[0], problem.n)
+        # Models the network method fits (a route LP too large for the block method) are fitted
+        # one by one that way: the block path would only stop at the memory check.
+        by_network = [model for model in models
+                      if model._network_problem(problem, X, Z, threads_of(model.n_jobs)) is not None]
+        for model in by_network:
+            model.fit(Z, X_star, A=A, b=b, lp=lp)
+        models = [model for model in models if model not in by_network]
+        if not models:
+            return
         start = time.perf_counter()
         path = solve_dual_formulation_path(problem.A, problem.basis_from_solution(X), X, Z,
                                            [model.lam for model in models],

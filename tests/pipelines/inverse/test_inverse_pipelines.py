@@ -138,6 +138,19 @@ def test_a_training_set_too_large_for_memory_stops_the_run_before_tuning(project
     assert not (project_copy / "data" / "05_model_input" / "inverse").exists()  # no lambda tuned
 
 
+def test_a_route_network_too_large_for_the_dense_method_is_fitted_by_the_network_method(project_copy, monkeypatch):
+    """Without bounds the example is a node-arc incidence LP with routes: above the block
+    method's budget the run goes on (MOM fits it by the working set over arcs,
+    `test_block_ipm`), instead of stopping at the memory check."""
+    from mom_pipeline.solvers import policy
+
+    _user_tables(project_copy, without=("bounds",))
+    monkeypatch.setattr(policy, "BLOCK_IPM_MAX_BYTES", 2**20)
+    _run(project_copy, "inverse")
+    theta = pd.read_csv(_latest(project_copy / "data" / "07_model_output" / "inverse" / "theta.csv"))
+    assert np.isfinite(theta.select_dtypes("number").to_numpy()).all() and len(theta)
+
+
 def _prescriptions(project):
     return pd.read_csv(_latest(project / "data" / "07_model_output" / "inverse" / "prescriptions.csv"),
                        dtype={"id": str})

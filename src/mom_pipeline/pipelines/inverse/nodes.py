@@ -30,6 +30,7 @@ from mom_pipeline.methods.feature_scaling import FeatureScaleError, FeatureStand
 from mom_pipeline.methods.mom import MOM, negligible_costs
 from mom_pipeline.methods.mom_dual import check_dual_formulation_fits
 from mom_pipeline.reporting.validation_curve import validation_curve_figure
+from mom_pipeline.solvers.policy import DualFormulationTooLarge
 
 from .datasets import file_names
 from .params import InverseExampleParams, InverseParams
@@ -66,8 +67,16 @@ def validate_inputs(features: pd.DataFrame, decisions: pd.DataFrame, constraints
     except FeatureScaleError as error:
         raise FeatureScaleError(f"file {files['features']!r}: {error}") from error
     if inverse.model.formulation == "dual" and problem.X_std is not None:
-        # Too large for this machine's memory: stop before the tuning's fits on folds.
-        check_dual_formulation_fits(problem.lp.A, problem.X_std, problem.Z.shape[1], inverse.model.n_jobs)
+        # Too large for this machine's memory: stop before the tuning's fits on folds, unless
+        # the LP is a network with routes, which MOM then fits by the working set over arcs.
+        try:
+            check_dual_formulation_fits(problem.lp.A, problem.X_std, problem.Z.shape[1], inverse.model.n_jobs)
+        except DualFormulationTooLarge:
+            estimator = MOM(lam=1.0, **inverse.model.estimator_params())
+            if not estimator.fits_by_network(problem.lp.A, problem.X_std, problem.Z):
+                raise
+            log.info("inverse: too large for the dense dual formulation; a network LP with routes: MOM fits it by "
+                     "the working set over arcs (solvers.network_margin)")
     if len(rejections):
         log.info("inverse: %d observations rejected, %d kept (the warning that names the rejection "
                  "report follows when it is saved)", len(rejections), problem.n_samples)

@@ -255,11 +255,15 @@ def saved_path(dataset):
 
 def _log_artifact(path: Path) -> None:
     """Attach `path` to the active MLflow run, if any."""
+    from mom_pipeline.tracking import tracking_ready
+
     try:
-        import mlflow
-    except ImportError:
+        tracking_ready()  # the run is started on the tracking thread
+    except Exception as error:  # noqa: BLE001 - the report is written; the tracking's trouble is said
+        log.warning("the run report was not attached to the MLflow run: %s", error)
         return
-    if mlflow.active_run() is not None:
+    mlflow = sys.modules.get("mlflow")  # not imported: nothing tracks this session
+    if mlflow is not None and mlflow.active_run() is not None:
         try:
             mlflow.log_artifact(str(path))
         except Exception as error:  # noqa: BLE001 - the report is written; the store's trouble is said
@@ -268,11 +272,9 @@ def _log_artifact(path: Path) -> None:
 
 def _end_tracked_run(status: str) -> None:
     """End the active MLflow run, if any, with `status` (e.g. KILLED)."""
-    mlflow = sys.modules.get("mlflow")
-    if mlflow is None:
-        return
+    from mom_pipeline.tracking import end_tracked_run
+
     try:
-        while mlflow.active_run() is not None:
-            mlflow.end_run(status)
+        end_tracked_run(status)
     except Exception:  # noqa: BLE001 - the run stops in any case
         log.exception("the MLflow run could not be ended as %s", status)

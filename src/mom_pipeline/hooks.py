@@ -254,20 +254,21 @@ def saved_path(dataset):
 
 
 def _log_artifact(path: Path) -> None:
-    """Attach `path` to the active MLflow run, if any."""
-    from mom_pipeline.tracking import tracking_ready
+    """Attach `path` to the active MLflow run, if any (once the tracking thread has set it up)."""
+    from mom_pipeline.tracking import in_tracked_run
+
+    def attach():
+        mlflow = sys.modules.get("mlflow")  # not imported: nothing tracks this session
+        if mlflow is not None and mlflow.active_run() is not None:
+            try:
+                mlflow.log_artifact(str(path))
+            except Exception as error:  # noqa: BLE001 - the report is written; the store's trouble is said
+                log.warning("the run report was not attached to the MLflow run: %s", error)
 
     try:
-        tracking_ready()  # the run is started on the tracking thread
+        in_tracked_run(attach)
     except Exception as error:  # noqa: BLE001 - the report is written; the tracking's trouble is said
         log.warning("the run report was not attached to the MLflow run: %s", error)
-        return
-    mlflow = sys.modules.get("mlflow")  # not imported: nothing tracks this session
-    if mlflow is not None and mlflow.active_run() is not None:
-        try:
-            mlflow.log_artifact(str(path))
-        except Exception as error:  # noqa: BLE001 - the report is written; the store's trouble is said
-            log.warning("the run report was not attached to the MLflow run: %s", error)
 
 
 def _end_tracked_run(status: str) -> None:

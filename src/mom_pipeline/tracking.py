@@ -34,6 +34,7 @@ import os
 import shlex
 import sys
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 from kedro.framework.hooks import hook_impl
@@ -208,13 +209,14 @@ class TrackingHooks:
                 self._queued = Future()
                 self._queued.set_result(self._call(method, args))
             else:
-                self._queued = self._worker.submit(self._after, self._queued, method, args)
+                self._queued = self._worker.submit(self._after, self._queued, partial(self._call, method, args))
         self._pending = []
 
-    def _after(self, previous: Future | None, method: str, args: tuple) -> None:
+    @staticmethod
+    def _after(previous: Future | None, step) -> None:
         if previous is not None:
             previous.result()  # a failed set-up step stops the ones after it; `ready` raises it
-        self._call(method, args)
+        step()
 
     def _call(self, method: str, args: tuple) -> None:
         if self._hook is None:
@@ -309,20 +311,36 @@ class TrackingHooks:
         finally:
             self._close()
 
+    def then(self, step) -> None:
+        """`step()` with the run open: here once the set-up is done, else queued on the tracking
+        thread after it. A signal handler must not wait for that thread: the thread may need a lock
+        (logging's) that the interrupted code holds."""
+        self._start()
+        if self._worker is None or self._queued is None or self._queued.done():
+            self.ready()
+            step()
+        else:
+            self._queued = self._worker.submit(self._after, self._queued, step)
+
     def end(self, status: str) -> None:
         """End the run with `status` (KILLED for an interrupted run), after its set-up."""
-        self.ready()
+
+        def end_run():
+            mlflow = sys.modules.get("mlflow")
+            while mlflow is not None and mlflow.active_run() is not None:
+                mlflow.end_run(status)
+
+        self.then(end_run)
         self._ended = True
-        import mlflow
-
-        while mlflow.active_run() is not None:
-            mlflow.end_run(status)
 
 
-def tracking_ready() -> None:
-    """Wait for the current session's tracking set-up; its run is then open in this thread."""
-    for session in _sessions:
-        session.ready()
+def in_tracked_run(step) -> None:
+    """`step()` with the current session's MLflow run open (at once when nothing tracks the
+    session); see `TrackingHooks.then`."""
+    if not _sessions:
+        step()
+    for session in list(_sessions):
+        session.then(step)
 
 
 def end_tracked_run(status: str) -> None:

@@ -14,6 +14,21 @@ from tqdm import TqdmWarning
 # (`make notebook` installs ipywidgets). Set before those imports.
 warnings.filterwarnings("ignore", message=r"IProgress not found", category=TqdmWarning)
 
+
+def _without_plugin_model_advice(show):
+    """`warnings.showwarning` without MLflow's advice to kedro-mlflow's own pipeline model (no type
+    hints on its predict), printed when the plugin's commands load: the project logs no models,
+    and MLflow puts its own filter in front of any the project sets, so it is dropped here."""
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        if "Add type hints to the `predict` method" not in str(message):
+            show(message, category, filename, lineno, file, line)
+
+    return showwarning
+
+
+warnings.showwarning = _without_plugin_model_advice(warnings.showwarning)
+
 from mom_pipeline.console import NotYetWrittenPreviews, short_input_errors  # noqa: E402
 from mom_pipeline.tracking import DEFAULT_RUN_ENV  # noqa: E402
 

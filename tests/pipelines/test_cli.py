@@ -28,3 +28,13 @@ def test_cli_params_override(project_copy):
 
     (version,) = list((project_copy / "data" / "07_model_output" / "fig5" / "online_steps.parquet").iterdir())
     assert pd.read_parquet(version / "online_steps.parquet")["trial"].unique().tolist() == [0]
+
+
+def test_a_kedro_command_prints_no_third_party_warning(project_copy):
+    """MLflow's advice on kedro-mlflow's own pipeline model (loaded with the plugin's commands)
+    is not printed: no user can act on it."""
+    result = subprocess.run([KEDRO, "registry", "list"], cwd=project_copy, capture_output=True, text=True,
+                            timeout=300, env={**os.environ, "KEDRO_DISABLE_TELEMETRY": "true"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "__default__" in result.stdout
+    assert "Warning" not in result.stderr and "type hints" not in result.stderr, result.stderr[-2000:]

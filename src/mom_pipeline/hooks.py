@@ -254,28 +254,25 @@ def saved_path(dataset):
 
 
 def _log_artifact(path: Path) -> None:
-    """Attach `path` to the active MLflow run, if any (once the tracking thread has set it up)."""
-    from mom_pipeline.tracking import in_tracked_run
-
-    def attach():
-        mlflow = sys.modules.get("mlflow")  # not imported: nothing tracks this session
-        if mlflow is not None and mlflow.active_run() is not None:
-            try:
-                mlflow.log_artifact(str(path))
-            except Exception as error:  # noqa: BLE001 - the report is written; the store's trouble is said
-                log.warning("the run report was not attached to the MLflow run: %s", error)
-
+    """Attach `path` to the active MLflow run, if any."""
     try:
-        in_tracked_run(attach)
-    except Exception as error:  # noqa: BLE001 - the report is written; the tracking's trouble is said
-        log.warning("the run report was not attached to the MLflow run: %s", error)
+        import mlflow
+    except ImportError:
+        return
+    if mlflow.active_run() is not None:
+        try:
+            mlflow.log_artifact(str(path))
+        except Exception as error:  # noqa: BLE001 - the report is written; the store's trouble is said
+            log.warning("the run report was not attached to the MLflow run: %s", error)
 
 
 def _end_tracked_run(status: str) -> None:
     """End the active MLflow run, if any, with `status` (e.g. KILLED)."""
-    from mom_pipeline.tracking import end_tracked_run
-
+    mlflow = sys.modules.get("mlflow")
+    if mlflow is None:
+        return
     try:
-        end_tracked_run(status)
+        while mlflow.active_run() is not None:
+            mlflow.end_run(status)
     except Exception:  # noqa: BLE001 - the run stops in any case
         log.exception("the MLflow run could not be ended as %s", status)

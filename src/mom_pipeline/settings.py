@@ -81,6 +81,5 @@ from mom_pipeline.tracking import TrackingHooks  # noqa: E402
 
 HOOKS = (ProcessSettingsHooks(), RunReportHooks(), RuntimeParameterHooks(), TrackingHooks())
 # TrackingHooks is kedro-mlflow's hook with the project's corrections: the plugin's own instance
-# would track every run a second time (TrackingHooks holds its entry-point name, so Kedro does not
-# even import it; the line below keeps it out should it be loaded another way).
+# would track every run a second time.
 DISABLE_HOOKS_FOR_PLUGINS = ("kedro_mlflow", "kedro-mlflow")

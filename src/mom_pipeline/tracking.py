@@ -18,13 +18,7 @@ instance (DISABLE_HOOKS_FOR_PLUGINS), so every correction is made where the plug
 - a store that cannot be used (a corrupt, locked or full `mlflow.db`, a server out of reach) turns
   tracking off for the run through the plugin's own switch (`disable_tracking.pipelines`, which
   also stops the catalog's MLflow datasets from logging), with one warning that names the store
-  and the remedy; the run itself goes on (`ProjectMlflowHook._tracking_off`);
-- start-up: MLflow's import (seconds), the store's set-up, the start of the run and its tags and
-  parameters happen on a tracking thread while the nodes run; a hook that logs in the run (an
-  MLflow dataset's save, an artifact, the run's end or interruption) waits for that thread first.
-
-The corrections themselves are in `mlflow_hook.ProjectMlflowHook` (that module imports MLflow);
-this module stays light enough for settings.py.
+  and the remedy; the run itself goes on (`TrackingHooks._tracking_off`).
 """
 
 from __future__ import annotations
@@ -33,11 +27,14 @@ import logging
 import os
 import shlex
 import sys
-from concurrent.futures import Future, ThreadPoolExecutor
-from functools import partial
+import warnings
 from pathlib import Path
 
 from kedro.framework.hooks import hook_impl
+from kedro_mlflow.io.catalog.switch_catalog_logging import switch_catalog_logging
+
+from mom_pipeline.hooks import git_state, saved_path
+from mom_pipeline.reporting.tables import metric_name
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +42,20 @@ log = logging.getLogger(__name__)
 #: The environment a run without --env uses (settings.py's CONFIG_LOADER_ARGS takes it from here).
 DEFAULT_RUN_ENV = "local"
 
+def _import_plugin_quietly():
+    """kedro-mlflow's hook class, imported without MLflow's advice on type hints for the plugin's
+    own pipeline model, which every `kedro` command would print and no user can act on (MLflow
+    forces that warning through its own filter, so it is caught here); others pass through."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        from kedro_mlflow.framework.hooks.mlflow_hook import MlflowHook
+    for w in caught:
+        if "type hint" not in str(w.message):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return MlflowHook
+
+
+MlflowHook = _import_plugin_quietly()
 
 LOCAL_STORE = "mlflow.db"
 LOCAL_ARTIFACTS = "mlartifacts"
@@ -84,8 +95,6 @@ def flatten_parameters(prefix: str, value) -> dict[str, str]:
         for key, item in value.items():
             out.update(flatten_parameters(f"{prefix}.{key}", item))
         return out
-    from mom_pipeline.reporting.tables import metric_name
-
     return {metric_name(prefix): str(value)[:6000]}  # MLflow's names ('SPO+' -> 'SPOplus') and length limit
 
 
@@ -166,184 +175,154 @@ def store_remedy(uri: str) -> str:
             "MLFLOW_TRACKING_URI)")
 
 
-#: kedro-mlflow's entry point for its hook. TrackingHooks is registered under this name, so Kedro
-#: does not load (import) the plugin's own hook, which it would then unregister
-#: (settings.DISABLE_HOOKS_FOR_PLUGINS): a run imports MLflow on the tracking thread only.
-PLUGIN_ENTRY_POINT = "mlflow_hook"
-
-def is_mlflow_dataset(catalog, name: str) -> bool:
-    """Whether the catalog's `name` is one of kedro-mlflow's datasets (without creating it)."""
-    return (catalog.get_type(name) or "").startswith("kedro_mlflow")
-
-
-_sessions: list[TrackingHooks] = []  # the instance tracking the current session, if any
-
-
-class TrackingHooks:
-    """One MLflow run per `kedro run` (`mlflow_hook.ProjectMlflowHook`, kedro-mlflow's hook with the
-    corrections of the module docstring), set up on a tracking thread.
-
-    The plugin's set-up hooks (context, catalog, pipeline start) are queued and handed to one worker
-    thread in Kedro's order when the pipeline starts; they return at once. A hook that writes to the run waits for the queue (`ready`)
-    and reopens the run in its own thread. When an MLflow run is already active in the session's
-    thread (an orchestrator or a notebook started it), the plugin adopts it: then everything runs
-    in that thread, as the plugin does.
-    """
+class TrackingHooks(MlflowHook):
+    """kedro-mlflow's hook with the corrections of the module docstring."""
 
     def __init__(self):
-        self.__name__ = PLUGIN_ENTRY_POINT
-        self._hook = None  # ProjectMlflowHook, created on the tracking thread
-        self._worker: ThreadPoolExecutor | None = None
-        self._queued: Future | None = None  # the last step handed to the tracking thread
-        self._pending: list[tuple[str, tuple]] = []  # steps not handed over yet
+        super().__init__()
         self._catalog = None
-        self._ended = False  # ended from outside (an interrupted run, hooks.RunReportHooks)
+        self._store_failure = None  # why tracking is off for this session (None: it is on)
 
-    def _queue(self, method: str, *args) -> None:
-        self._pending.append((method, args))
+    def _tracking_off(self, error: Exception, uri: str | None) -> None:
+        """Tracking off for the rest of the session, said once: the store, the error, the remedy."""
+        import mlflow
 
-    def _start(self) -> None:
-        """Hand the queued steps to the tracking thread (inline when an active run is adopted)."""
-        for method, args in self._pending:
-            if self._worker is None:
-                self._queued = Future()
-                self._queued.set_result(self._call(method, args))
-            else:
-                self._queued = self._worker.submit(self._after, self._queued, partial(self._call, method, args))
-        self._pending = []
-
-    @staticmethod
-    def _after(previous: Future | None, step) -> None:
-        if previous is not None:
-            previous.result()  # a failed set-up step stops the ones after it; `ready` raises it
-        step()
-
-    def _call(self, method: str, args: tuple) -> None:
-        if self._hook is None:
-            from mom_pipeline.mlflow_hook import ProjectMlflowHook
-
-            self._hook = ProjectMlflowHook()
-        getattr(self._hook, method)(*args)
-
-    def ready(self):
-        """The plugin's hook once every queued set-up step is done, with the run open in the calling
-        thread (None before a session); raises the error of a failed step."""
-        self._start()
-        if self._queued is None:
-            return None
-        self._queued.result()
-        if not self._ended:
-            self._hook.attach()
-        return self._hook
-
-    def _close(self) -> None:
-        if self._worker is not None:
-            self._worker.shutdown(wait=True)
-            self._worker = None
-        if self in _sessions:
-            _sessions.remove(self)
+        if self._store_failure is not None:
+            return
+        uri = uri or mlflow.get_tracking_uri()
+        first_line = (str(error).splitlines() or [""])[0]
+        self._store_failure = f"{type(error).__name__}: {first_line}"
+        self._is_mlflow_enabled = False
+        log.warning("MLflow tracking is off for this run: the store %s cannot be used (%s); %s. The run goes on "
+                    "and writes its outputs under data/ as usual.", uri, self._store_failure, store_remedy(uri))
+        while mlflow.active_run() is not None:
+            try:
+                mlflow.end_run("FAILED")
+            except store_errors():
+                pass  # end_run took the run off its stack first: the store cannot record its end
 
     @hook_impl
     def after_context_created(self, context):
-        self._close()  # one instance serves every session of the process (settings.HOOKS)
-        self._hook, self._queued, self._pending, self._catalog, self._ended = None, None, [], None, False
-        mlflow = sys.modules.get("mlflow")
-        adopt = mlflow is not None and mlflow.active_run() is not None
-        self._worker = None if adopt else ThreadPoolExecutor(1, thread_name_prefix="mlflow-tracking")
-        _sessions.append(self)
-        self._queue("after_context_created", context)
+        # mlflow.set_tracking_uri (called by the plugin) also exports MLFLOW_TRACKING_URI, which
+        # would then decide the store of the next session in this process (a notebook, the tests)
+        # and of every `kedro run` it starts: the variable is put back as it was.
+        from kedro_mlflow.config.kedro_mlflow_config import KedroMlflowConfig
+
+        exported = os.environ.get("MLFLOW_TRACKING_URI")
+        # One instance serves every session of the process (settings.HOOKS): each starts afresh.
+        # The plugin's before_node_run reopens `run_id` whenever it is set: an untracked session
+        # would reopen the previous session's run.
+        self._store_failure = None
+        self.run_id = None
+        self.__dict__.pop("mlflow_config", None)
+        try:
+            super().after_context_created(context)
+            config = self.mlflow_config
+            if config.server.mlflow_tracking_uri == local_tracking_uri(context.project_path):
+                hide_empty_default_experiment(config.server._mlflow_client)
+        except store_errors() as error:
+            # the plugin stopped in its setup, before keeping its configuration: kept here, unset up
+            if not hasattr(self, "mlflow_config"):
+                self.mlflow_config = KedroMlflowConfig.model_validate({**context.config_loader["mlflow"]})
+                self._already_active_mlflow = False
+            self._tracking_off(error, self.mlflow_config.server.mlflow_tracking_uri)
+        finally:
+            if exported is None:
+                os.environ.pop("MLFLOW_TRACKING_URI", None)
+            else:
+                os.environ["MLFLOW_TRACKING_URI"] = exported
 
     @hook_impl
     def after_catalog_created(self, catalog, conf_catalog, conf_creds, parameters, save_version, load_versions):
+        super().after_catalog_created(catalog, conf_catalog, conf_creds, parameters, save_version, load_versions)
         self._catalog = catalog
-        self._queue("after_catalog_created", catalog, conf_catalog, conf_creds, parameters, save_version,
-                    load_versions)
 
     @hook_impl
     def before_pipeline_run(self, run_params, pipeline, catalog):
-        # Started here, not with the context: by now Kedro has imported the pipelines' modules,
-        # and the tracking thread's imports (MLflow's) seldom meet an import of the main thread.
-        # A dataset of the plugin's (a figure's metrics) imports MLflow when Kedro creates it, as the
-        # run starts: MLflow is then imported here, before the tracking thread starts (two threads
-        # importing MLflow at once can meet inside its circular imports).
-        if any(is_mlflow_dataset(catalog, name) for name in pipeline.datasets()):
-            import mom_pipeline.mlflow_hook  # noqa: F401
-        self._queue("before_pipeline_run", run_params, pipeline, catalog)
-        self._start()
+        import mlflow
+
+        run = self.mlflow_config.tracking.run
+        named = run.name
+        names = run_params.get("pipeline_names") or [run_params.get("pipeline_name") or "__default__"]
+        env = run_env(run_params)
+        if named is None:
+            run.name = f"{'+'.join(names)} ({env})"
+        disabled = self.mlflow_config.tracking.disable_tracking
+        configured_off = disabled.pipelines
+        if self._store_failure is not None:  # the plugin's own switch: no run, no MLflow dataset logs
+            disabled.pipelines = [*configured_off, *names]
+        try:
+            super().before_pipeline_run(run_params, pipeline, catalog)
+            if self._is_mlflow_enabled and mlflow.active_run() is not None:
+                self._tag_and_log_parameters(run_params, pipeline, catalog, names, env)
+        except store_errors() as error:
+            self._tracking_off(error, self.mlflow_config.server.mlflow_tracking_uri)
+            switch_catalog_logging(catalog, False)
+        finally:
+            run.name = named
+            disabled.pipelines = configured_off
+
+    def _tag_and_log_parameters(self, run_params, pipeline, catalog, names: list, env: str) -> None:
+        import mlflow
+
+        client = self.mlflow_config.server._mlflow_client
+        plugin_tags = client.get_run(self.run_id).data.tags
+        for key in REDUNDANT_PLUGIN_TAGS:
+            if key in plugin_tags:
+                client.delete_tag(self.run_id, key)
+        commit, dirty = git_state(run_params.get("project_path") or ".")
+        tags = {"kedro_command": kedro_command(run_params), "env": env, "kedro_run_id": run_params.get("run_id") or "",
+                "git_commit": commit, "git_dirty": str(dirty).lower(), "pipeline_names": ",".join(names)}
+        tags["runner"] = _runner_name(run_params.get("runner"))
+        mlflow.set_tags(tags)
+        # Every parameter the run's nodes read, one per leaf (fig1.experiment.trials, ...), at the
+        # start: an interrupted run still says what it ran with.
+        flat = {}
+        for name in sorted(pipeline.inputs()):
+            if name.startswith("params:"):
+                flat.update(flatten_parameters(name.removeprefix("params:"), catalog.load(name)))
+        items = list(flat.items())
+        for start in range(0, len(items), 100):  # MLflow takes at most 100 parameters per call
+            mlflow.log_params(dict(items[start:start + 100]))
 
     @hook_impl
     def before_node_run(self, node, catalog, inputs, is_async):
-        # The plugin reopens the run in the node's thread: done here once the set-up is, else by
-        # the first hook that writes to the run. Parameters are logged already, one per leaf.
-        if self._queued is not None and self._queued.done():
-            self.ready()
-
-    @hook_impl
-    def before_dataset_saved(self, dataset_name, data, node):
-        if self._catalog is not None and is_mlflow_dataset(self._catalog, dataset_name):
-            self.ready()  # an MLflow dataset logs into the run
-
-    @hook_impl
-    def after_dataset_saved(self, dataset_name, data, node):
-        figure, _, output = dataset_name.rpartition(".")
-        if output in TRACKED_OUTPUTS and figure and self._queued is not None:
-            self.ready().after_dataset_saved(dataset_name, data, node)
+        # The plugin re-opens the run here (threads) and logs the node's parameters; those are
+        # logged already, one per leaf, so they are not handed over.
+        others = {k: v for k, v in inputs.items() if not (k.startswith("params:") or k == "parameters")}
+        super().before_node_run(node, catalog, others, is_async)
 
     @hook_impl
     def after_pipeline_run(self, run_params, pipeline, catalog):
         try:
-            hook = self.ready()
-            if hook is not None and not self._ended:
-                hook.after_pipeline_run(run_params, pipeline, catalog)
-        finally:
-            self._close()
+            super().after_pipeline_run(run_params, pipeline, catalog)
+        except store_errors() as error:  # the run itself succeeded
+            self._tracking_off(error, self.mlflow_config.server.mlflow_tracking_uri)
+            switch_catalog_logging(catalog, True)
 
     @hook_impl
     def on_pipeline_error(self, error, run_params, pipeline, catalog):
+        import mlflow
+
+        if self._is_mlflow_enabled and mlflow.active_run() is None:
+            return  # already ended (an interrupted run ends KILLED in hooks.RunReportHooks)
         try:
+            super().on_pipeline_error(error, run_params, pipeline, catalog)
+        except store_errors() as store_error:  # the run's own error is the one to raise
+            self._tracking_off(store_error, self.mlflow_config.server.mlflow_tracking_uri)
+
+    @hook_impl
+    def after_dataset_saved(self, dataset_name, data, node):
+        figure, _, output = dataset_name.rpartition(".")
+        if output not in TRACKED_OUTPUTS or not figure or self._catalog is None:
+            return
+        import mlflow
+
+        if mlflow.active_run() is None:
+            return
+        path = saved_path(self._catalog.get(dataset_name))
+        if path is not None and Path(str(path)).is_file():
             try:
-                hook = self.ready()
-            except Exception as setup_error:  # noqa: BLE001 - the run's own error is the one raised
-                log.warning("MLflow tracking could not be set up: %s: %s", type(setup_error).__name__, setup_error)
-                return
-            if hook is not None and not self._ended:
-                hook.on_pipeline_error(error, run_params, pipeline, catalog)
-        finally:
-            self._close()
-
-    def then(self, step) -> None:
-        """`step()` with the run open: here once the set-up is done, else queued on the tracking
-        thread after it. A signal handler must not wait for that thread: the thread may need a lock
-        (logging's) that the interrupted code holds."""
-        self._start()
-        if self._worker is None or self._queued is None or self._queued.done():
-            self.ready()
-            step()
-        else:
-            self._queued = self._worker.submit(self._after, self._queued, step)
-
-    def end(self, status: str) -> None:
-        """End the run with `status` (KILLED for an interrupted run), after its set-up."""
-
-        def end_run():
-            mlflow = sys.modules.get("mlflow")
-            while mlflow is not None and mlflow.active_run() is not None:
-                mlflow.end_run(status)
-
-        self.then(end_run)
-        self._ended = True
-
-
-def in_tracked_run(step) -> None:
-    """`step()` with the current session's MLflow run open (at once when nothing tracks the
-    session); see `TrackingHooks.then`."""
-    if not _sessions:
-        step()
-    for session in list(_sessions):
-        session.then(step)
-
-
-def end_tracked_run(status: str) -> None:
-    """End the current session's MLflow run with `status` (e.g. KILLED)."""
-    for session in list(_sessions):
-        session.end(status)
+                mlflow.log_artifact(str(path), artifact_path=figure)
+            except store_errors() as error:
+                self._tracking_off(error, self.mlflow_config.server.mlflow_tracking_uri)

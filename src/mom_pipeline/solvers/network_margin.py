@@ -78,7 +78,8 @@ PILOT_MIN_SAMPLES = 30
 PILOT_BAND = 0.1
 
 
-def pilot_working_set(data: NetworkSamples, lam: float, **fit) -> tuple[np.ndarray | None, dict | None]:
+def pilot_working_set(data: NetworkSamples, lam: float, orders: list[np.ndarray] | None = None,
+                      **fit) -> tuple[np.ndarray | None, dict | None]:
     """(the first working set, what the pilot took) from a pilot fit on every PILOT_FACTOR-th
     sample, or (None, None) when the fit is too small to need one. The working set: the rows
     within PILOT_BAND of their margin at the pilot's optimum (with their detour chains, as
@@ -89,7 +90,7 @@ def pilot_working_set(data: NetworkSamples, lam: float, **fit) -> tuple[np.ndarr
     chosen = np.linspace(0, data.T - 1, data.T // PILOT_FACTOR).round().astype(np.int64)
     pilot = solve_network_margin(data_subset(data, chosen), lam, **fit)
     C = predicted_costs(pilot.solution[0], data)
-    relaxation = relax(C, np.zeros_like(C), data, route_potentials(C, data, route_order(data)),
+    relaxation = relax(C, np.zeros_like(C), data, route_potentials(C, data, route_order(data) if orders is None else orders),
                        np.zeros_like(data.rows), PILOT_BAND, VIOLATION_TOL)
     info = dict(samples=int(chosen.size), rounds=pilot.iterations, seconds=time.perf_counter() - started,
                 pilot=pilot.extra.get("pilot"))
@@ -152,8 +153,8 @@ def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, t
     orders = route_order(data)
     pilot_info = None
     if working is None and pilot:
-        working, pilot_info = pilot_working_set(data, lam, band=band, tol=tol, max_rounds=max_rounds, threads=threads,
-                                    method=method, shrink=shrink)
+        working, pilot_info = pilot_working_set(data, lam, orders, band=band, tol=tol, max_rounds=max_rounds,
+                                                threads=threads, method=method, shrink=shrink)
     working = initial_working_set(data) if working is None else (np.asarray(working, dtype=bool) & data.rows)
     basis, cycle_space = cost_basis(data) if method == "blocks" else (None, False)
     # Per-arc model: Clarabel solves for W in Theta = B W on a sparse cycle basis B.

@@ -17,6 +17,7 @@ import select
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from kedro.io import AbstractDataset
@@ -66,8 +67,8 @@ class TrackingProcess:
 
     def poll(self, timeout: float = 0.0) -> None:
         """Hand every event answered so far to `on_event` (waiting up to `timeout` s for one)."""
-        if os.getpid() != self._owner:
-            return  # a forked worker: the events are the run's process's to read
+        if os.getpid() != self._owner or threading.current_thread() is not threading.main_thread():
+            return  # a forked worker, or a ThreadRunner's thread: the events are the main thread's to read
         while select.select([self._events], [], [], timeout)[0]:
             chunk = os.read(self._events, 65536)
             if not chunk:

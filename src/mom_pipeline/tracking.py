@@ -2,7 +2,7 @@
 configuration (conf/base/mlflow.yml, `KedroMlflowConfig`) in the run's tracking process
 (`mom_pipeline.tracking_worker`), which `TrackingHooks` starts when the session's context is
 created: MLflow's import and its store never delay the first node, and the run's process holds no
-MLflow thread when it forks workers (docs/decisions/022-tracking-process.md). settings.py registers
+MLflow thread when it forks workers (docs/decisions/023-tracking-process.md). settings.py registers
 `TrackingHooks` under the name of the plugin's own hook, so Kedro never loads that one (it would
 import MLflow and track every run a second time). What the run records:
 

@@ -31,10 +31,12 @@ def latest(path: Path) -> Path:
 
 def online_table(figure: str, summary: pd.DataFrame, source: str) -> str:
     lines = [f"#### {figure} ({int(summary['n_trials'].max())} trials; {source})", "",
-             "| method | cumulative relative regret at the end (mean ± 95% CI) | mistakes | final norm of Theta | seconds per trial |",
-             "|---|---|---|---|---|"]
+             "| method | cumulative regret at the end (mean ± 95% CI) | cumulative relative regret | mistakes "
+             "| final norm of Theta | seconds per trial |",
+             "|---|---|---|---|---|---|"]
     for _, r in summary.iterrows():
         lines.append(f"| {r['method']} | {r['final_cumulative_regret']:.3g} ± {r['ci95_halfwidth']:.2g} | "
+                     f"{r['final_cumulative_relative_regret']:.3g} ± {r['relative_ci95_halfwidth']:.2g} | "
                      f"{r['final_mistakes']:.0f} | {r['final_theta_norm']:.3g} | {r['seconds']:.3g} |")
     return "\n".join(lines) + "\n"
 

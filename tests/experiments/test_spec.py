@@ -28,6 +28,10 @@ def test_seeds_are_per_cell_and_stable():
     ({"plot": {"sharey": True}}, "experiment.plot: unknown parameter 'sharey' \\(did you mean 'share_y'"),
     ({"problem": "knapsack", "fixed": {"n_train": 10, "n_test": 5}, "plot": {"metric": "relative_loss_released"}},
      "for knapsack the released metric is the paper's"),
+    ({"plot": {"regret": "relative"}}, "plot.regret draws an online experiment's curves; 'x' is offline"),
+    ({"mode": "online", "plot": {"regret": "normalized"}}, "plot.regret"),
+    ({"mode": "online", "methods": {"P": {"estimator": "Perceptron", "params": {"update_rule": "parallel"}}}},
+     "params.update_rule = 'parallel' is not a valid value"),
 ])
 def test_bad_specs_are_named(change, message):
     with pytest.raises(SpecError, match=message):

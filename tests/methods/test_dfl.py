@@ -3,9 +3,10 @@ against HiGHS, recovery of noise-free linear decisions, lockstep grids, bad inpu
 
 import numpy as np
 import pytest
+from dfl_checks import record_solve_calls
 from finite_differences import central_differences
 
-from mom_pipeline.lp import StandardFormLP, solve_lp_batch
+from mom_pipeline.lp import solve_lp_batch
 from mom_pipeline.methods import DBB, OLS, PFYL
 from mom_pipeline.methods.dfl import dbb_loss, pfyl_loss
 from mom_pipeline.metrics import normalized_regret
@@ -91,11 +92,7 @@ def test_grid_in_lockstep_equals_separate_fits(path_trial, cls, cells, monkeypat
     cells = cells + [dict(cells[0], batch_size=5)]
     separate = [cls(n_epochs=3, **{"batch_size": 4, **cell}).fit(Z, X_star, lp=lp, C=C)
                 for cell in cells]
-    calls = []
-    original = StandardFormLP.solve
-    monkeypatch.setattr(StandardFormLP, "solve",
-                        lambda self, W, method="auto", need_basis=True: calls.append(len(W)) or original(
-                            self, W, method, need_basis))
+    calls = record_solve_calls(monkeypatch)
     together = cls.fit_many([cls(n_epochs=3, **{"batch_size": 4, **cell}) for cell in cells], Z, X_star, lp=lp, C=C)
     per_row = 10 if cls is PFYL else 2  # M perturbations, or DBB's two solves
     assert max(calls) == 4 * 4 * per_row  # four cells of batch 4 stacked into one oracle call

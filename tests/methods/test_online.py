@@ -141,6 +141,27 @@ def test_online_mom_grid_in_lockstep_equals_each_literal_pass(separable):
     assert projected >= 4  # the ball was reached, so the projection was exercised
 
 
+def test_look_ahead_plays_the_iterate_updated_with_the_current_step(separable):
+    """The released notebook's order: step t plays Theta_{t+1} (already updated from sample t's
+    basis), so it is scored on a decision that saw its own answer; the iterates are the same."""
+    Z, C, X, basis, M = _observed(separable, 60)
+    honest, ahead = OnlineMOM.fit_many([OnlineMOM(step_size=1.0), OnlineMOM(step_size=1.0, look_ahead=True)],
+                                       Z, X, lp=separable.lp, basis=basis, C=C)
+    eta = step_sizes(1.0, "constant", 60)[0]
+    theta = np.zeros((M.shape[2], Z.shape[1]))
+    for t in range(60):
+        np.testing.assert_allclose(honest.predicted_costs_[t], theta @ Z[t], atol=1e-12)
+        theta = theta - eta * hinge_subgradient(M[t], Z[t], theta)
+        np.testing.assert_allclose(ahead.predicted_costs_[t], theta @ Z[t], atol=1e-12)
+    np.testing.assert_allclose(ahead.final_coef_, honest.final_coef_, atol=0)
+    np.testing.assert_allclose(ahead.coef_path_norms_, honest.coef_path_norms_, atol=0)
+    # Step 1: the honest pass plays Theta_1 = 0; the look-ahead one already the step from sample 1.
+    assert not honest.predicted_costs_[0].any() and ahead.predicted_costs_[0].any()
+    assert ahead.mistakes_[-1] < honest.mistakes_[-1] and ahead.cumulative_regret_[-1] < honest.cumulative_regret_[-1]
+    alone = OnlineMOM(step_size=1.0, look_ahead=True).fit(Z, X, lp=separable.lp, basis=basis, C=C)
+    np.testing.assert_allclose(alone.predicted_costs_, ahead.predicted_costs_, atol=1e-12)
+
+
 def test_online_mom_regret_decreases_on_separable_data(separable):
     Z, C, X, basis, _ = _observed(separable)
     model = OnlineMOM(step_size=10.0).fit(Z, X, lp=separable.lp, basis=basis, C=C)
@@ -173,18 +194,21 @@ def test_averaged_coef_and_use_average(separable):
 # ----------------------------------------------------------------------------- perceptron
 
 
-def _literal_perceptron(A, Z, basis, threshold=0.5):
-    """Algorithm 3 line by line: recompute the reduced costs from Theta_tmp for every i."""
+def _literal_perceptron(A, Z, basis, threshold=0.5, simultaneous=False):
+    """Algorithm 3 line by line: recompute the reduced costs from Theta_tmp for every i (or,
+    `simultaneous`, once per step from Theta_t, as the released notebook did)."""
     m, n = A.shape
     theta = np.zeros((n, Z.shape[1]))
     for t in range(Z.shape[0]):
         B = basis[t]
         A_B_inv_A = np.linalg.solve(A[:, B], A)  # (m, n)
+        c_hat = theta @ Z[t]
+        step_reduced = c_hat - c_hat[B] @ A_B_inv_A
         for i in range(n):
             if i in B:
                 continue
             c_hat = theta @ Z[t]
-            reduced = c_hat - c_hat[B] @ A_B_inv_A
+            reduced = step_reduced if simultaneous else c_hat - c_hat[B] @ A_B_inv_A
             if reduced[i] <= threshold:
                 theta[i] += Z[t]
                 theta[B] -= np.outer(A_B_inv_A[:, i], Z[t])
@@ -195,6 +219,35 @@ def test_perceptron_matches_literal_algorithm_3(separable):
     Z, _, X, basis, _ = _observed(separable, 60)
     model = Perceptron().fit(Z, X, lp=separable.lp, basis=basis)
     np.testing.assert_allclose(model.coef_, _literal_perceptron(separable.lp.A, Z, basis), atol=1e-9)
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.5])
+def test_simultaneous_perceptron_matches_a_literal_pass(separable, threshold):
+    Z, _, X, basis, _ = _observed(separable, 60)
+    model = Perceptron(threshold=threshold, update_rule="simultaneous").fit(Z, X, lp=separable.lp, basis=basis)
+    np.testing.assert_allclose(model.coef_, _literal_perceptron(separable.lp.A, Z, basis, threshold, True), atol=1e-9)
+    sequential = Perceptron(threshold=threshold).fit(Z, X, lp=separable.lp, basis=basis)
+    assert not np.allclose(model.coef_, sequential.coef_)  # the rule changes the pass
+
+
+@pytest.mark.parametrize("threshold, update_rule, theta, n_updates", [
+    # Step 1 (z = 1, Theta_1 = 0): both reduced costs are 0. Sequentially, updating row 1 raises
+    # both by (M M')[:, 1] = (2, 1), so row 2 (now 1) is left; simultaneously both are updated.
+    # Step 2 (z = 0.2): reduced costs (0.4, 0.2) after a sequential step 1, above 0 but not 1/2;
+    # (0.6, 0.6) after a simultaneous one, above both thresholds.
+    (0.0, "sequential", [-1.0, 1.0, 0.0], [1, 0]),
+    (0.5, "sequential", [-1.4, 1.2, 0.2], [1, 2]),
+    (0.0, "simultaneous", [-2.0, 1.0, 1.0], [2, 0]),
+    (0.5, "simultaneous", [-2.0, 1.0, 1.0], [2, 0]),
+])
+def test_perceptron_threshold_and_update_rule_on_a_hand_checked_simplex(threshold, update_rule, theta, n_updates):
+    """min c'x over the simplex x1 + x2 + x3 = 1, x* = e1 (basis {1}): the reduced costs of
+    columns 2 and 3 are c2 - c1 and c3 - c1, so M = [[-1, 1, 0], [-1, 0, 1]]; one feature."""
+    A, b = np.array([[1.0, 1.0, 1.0]]), np.array([1.0])
+    Z, X, basis = np.array([[1.0], [0.2]]), np.tile([1.0, 0.0, 0.0], (2, 1)), np.zeros((2, 1), dtype=np.int64)
+    model = Perceptron(threshold=threshold, update_rule=update_rule).fit(Z, X, A=A, b=b, basis=basis)
+    np.testing.assert_allclose(model.coef_[:, 0], theta, atol=1e-12)
+    np.testing.assert_array_equal(model.n_updates_, n_updates)
 
 
 def test_perceptron_on_shortest_path_matches_literal_algorithm_3():
@@ -292,6 +345,17 @@ def test_ftrl_equals_mom_from_scratch_at_each_refit(separable):
     # recover it from those 5 predictions (5 features, full rank) and check it is that optimum.
     stale = np.linalg.lstsq(Z[15:20], model.predicted_costs_[15:20], rcond=None)[0].T
     _assert_same_mom_optimum(stale, _mom_cvxpy(M[:15], Z[:15], 1 / np.sqrt(15)), M[:15], Z[:15], 1 / np.sqrt(15))
+
+
+def test_ftrl_lambda_scale_and_offset(separable):
+    """lam_t = scale / sqrt(t + offset) (the released notebook: 1e-6 / sqrt(t + 1)); the last refit is
+    the MOM optimum on all samples with that lam."""
+    Z, _, X, basis, M = _observed(separable, 30)
+    assert FTRLMOM(lambda_scale=1e-6, lambda_offset=1).lambdas(4) == pytest.approx(1e-6 / np.sqrt([2, 3, 4, 5]))
+    model = FTRLMOM(lambda_scale=0.1, lambda_offset=1).fit(Z, X, lp=separable.lp, basis=basis)
+    lam = 0.1 / np.sqrt(31)
+    assert model.lambdas_[-1] == pytest.approx(lam)
+    _assert_same_mom_optimum(model.coef_, MOM(lam=lam).fit(Z, X, lp=separable.lp, basis=basis).coef_, M, Z, lam)
 
 
 def test_ftrl_warm_start_does_not_change_the_result(separable):

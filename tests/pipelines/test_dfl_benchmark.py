@@ -12,8 +12,9 @@ from mom_pipeline.metrics import normalized_regret
 from mom_pipeline.pipeline_registry import register_pipelines
 
 KEDRO = str(Path(sys.executable).parent / "kedro")
-METHODS = ["LS", "RF", "SPO+", "PFYL", "DBB", "CaVE", "CaVE+", "CaVE hybrid", "NCE", "LTR pointwise",
-           "LTR pairwise", "LTR listwise", "MOM", "MOM x*", "MOM x* (cost-tuned)"]
+METHODS = ["LS", "RF", "SPO+", "PFYL", "DBB", "CaVE", "CaVE+", "CaVE hybrid", "NCE", "CMAP", "LTR pointwise",
+           "LTR pairwise", "LTR listwise", "DPO", "I-MLE", "AI-MLE", "NID", "PG", "MOM", "MOM x*",
+           "MOM x* (cost-tuned)"]
 
 
 def _latest(folder: Path) -> Path:

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mom_pipeline.reporting import (box_metric, boxplot_figure, boxplot_plotly, metric_name, regret_curve_figure,
-                                    regret_curve_plotly, trial_count)
+from mom_pipeline.reporting import (box_metric, boxplot_figure, boxplot_plotly, metric_name, regret_axis,
+                                    regret_curve_figure, regret_curve_plotly, trial_count)
 from mom_pipeline.reporting.figures import LOG_FLOOR, MEDIAN_COLOR, log_ticks
 
 
@@ -61,7 +61,7 @@ def test_plotly_boxes_centred_on_their_labels_with_the_png_statistics(trials):
 
 
 def test_regret_curves_have_bands():
-    steps = pd.DataFrame([dict(method=m, trial=t, step=s, cumulative_relative_regret=s * (1 + t) * w, theta_norm=1.0)
+    steps = pd.DataFrame([dict(method=m, trial=t, step=s, cumulative_regret=s * (1 + t) * w, theta_norm=1.0)
                           for m, w in (("A", 1.0), ("B", 2.0)) for t in range(3) for s in range(5)])
     fig = regret_curve_plotly(steps, "t")
     bands = [t for t in fig.data if t.fill == "toself"]
@@ -123,9 +123,28 @@ def test_panels_share_a_y_range_only_when_asked(share_y):
 
 
 def _online_steps():
-    return pd.DataFrame([dict(method=m, trial=t, step=s, cumulative_relative_regret=s * w, theta_norm=1.0 / w)
+    """Raw cumulative regret 3 times the relative one (||c_t|| = 3 at every step)."""
+    return pd.DataFrame([dict(method=m, trial=t, step=s, cumulative_regret=3.0 * s * w, cumulative_relative_regret=s * w,
+                              theta_norm=1.0 / w)
                          for m, w in (("MOM-OGD", 1.0), ("Suboptimality-OGD", 20.0)) for t in range(3)
                          for s in range(1, 6)])
+
+
+@pytest.mark.parametrize("regret, final, label", [("raw", 15.0, "cumulative regret"),
+                                                  ("relative", 5.0, "cumulative relative regret")])
+def test_regret_figure_draws_the_chosen_regret_and_says_which(regret, final, label):
+    axis = regret_axis("knapsack", regret)
+    fig = regret_curve_figure(_online_steps(), "t", axis)
+    regret_axis_drawn = fig.axes[0]
+    ogd = next(line for line in regret_axis_drawn.lines if line.get_label() == "MOM-OGD")
+    assert ogd.get_ydata()[-1] == pytest.approx(final)
+    assert regret_axis_drawn.get_ylabel().startswith(label)
+    caption = " ".join(t.get_text() for t in fig.texts).replace("\n", " ")
+    assert ("the raw cumulative regret, as the published figure 5" if regret == "raw" else
+            "the sum of relative losses, the paper text's definition") in caption
+    plotly = regret_curve_plotly(_online_steps(), "t", axis)
+    assert plotly.data[1].y[-1] == pytest.approx(final) and plotly.layout.yaxis.title.text.startswith(label)
+    matplotlib.pyplot.close("all")
 
 
 def test_regret_figure_says_why_it_leaves_a_method_out():
@@ -135,7 +154,7 @@ def test_regret_figure_says_why_it_leaves_a_method_out():
     assert [line.get_label() for line in norm_axis.lines] == ["MOM-OGD", "Suboptimality-OGD"]
     caption = " ".join(t.get_text() for t in fig.texts).replace("\n", " ")
     assert "leaves out Suboptimality-OGD" in caption and "grows linearly" in caption
-    assert "Suboptimality-OGD 100 (20x the largest curve)" in caption  # final mean regret 5 * 20 against 5
+    assert "Suboptimality-OGD 300 (20x the largest curve)" in caption  # final mean regret 15 * 20 against 15
     assert norm_axis.get_ylabel() == r"$\|\Theta_t\|_F$"  # math text, not the raw name
     plain = regret_curve_figure(_online_steps(), "t")
     assert "leaves out" not in " ".join(t.get_text() for t in plain.texts)

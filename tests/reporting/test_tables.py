@@ -24,12 +24,17 @@ def test_report_notes_quote_identifiers_and_list_settings():
 
 
 def test_online_table_rows_have_the_header_cells():
-    steps = pd.DataFrame([dict(experiment="fig5", method=m, trial=t, step=s, cumulative_relative_regret=float(s),
+    steps = pd.DataFrame([dict(experiment="fig5", method=m, trial=t, step=s, cumulative_regret=2.0 * s,
+                               cumulative_relative_regret=float(s),
                                mistakes=0, theta_norm=1.0, seconds=0.1) for m in ("A", "B") for t in range(2)
                           for s in range(3)])
-    lines = online_markdown(online_summary(steps), "t").splitlines()
+    summary = online_summary(steps)
+    lines = online_markdown(summary, "t").splitlines()
     table = [line for line in lines if line.startswith("|")]
     assert len({line.count("|") for line in table}) == 1, table  # '||Theta||' split the header
+    # Both regrets at the last step (s = 2): raw 4 (the published figure 5's axis), relative 2.
+    assert summary["final_cumulative_regret"].tolist() == [4.0, 4.0]
+    assert summary["final_cumulative_relative_regret"].tolist() == [2.0, 2.0]
 
 
 def test_summary_sections_are_named_as_the_paper_names_the_setting():

@@ -69,7 +69,7 @@ class Sweep(StrictModel):
 
 
 class PlotSettings(StrictModel):
-    """How the figure of an offline experiment is drawn (the tables always hold every metric).
+    """How the figure of an experiment is drawn (the tables always hold every metric).
 
     metric: ``relative_loss`` (default), the paper's ratio: c'(x_hat - x*)/c'x* for shortest path,
     regret/||c||_2 for the knapsack; ``relative_loss_released`` (shortest path only) the quantity
@@ -79,6 +79,9 @@ class PlotSettings(StrictModel):
     (default False), so a panel can be laid over the paper's.
     log_y: a log y axis (values below the floor drawn at it, the caption counts them); the
     published figures are linear (False).
+    regret (online experiments only): ``raw`` (default), the cumulative regret
+    sum_t c_t'(x_t - x*_t), the y axis of the published figure 5; ``relative``, the sum of the
+    relative losses (regret / ||c_t|| on the knapsack), the paper text's "cumulative regret".
     """
 
     where: ClassVar[str] = "experiment.plot"
@@ -86,6 +89,7 @@ class PlotSettings(StrictModel):
     metric: Literal["relative_loss", "relative_loss_released"] = "relative_loss"
     share_y: StrictBool = False
     log_y: StrictBool = True
+    regret: Literal["raw", "relative"] = "raw"
 
 
 class MethodConfig(StrictModel):
@@ -199,6 +203,9 @@ class ExperimentSpec(StrictModel):
             raise SpecError(f"experiment {self.name!r}: plot.metric relative_loss_released is the released code's "
                             f"shortest-path quantity; for {self.problem} the released metric is the paper's "
                             "(relative_loss)")
+        if self.mode == "offline" and "regret" in self.plot.model_fields_set:
+            raise SpecError(f"experiment {self.name!r}: plot.regret draws an online experiment's curves; "
+                            f"{self.name!r} is offline (mode: offline), its figure is drawn by plot.metric")
         if self.sweep.param in self.fixed:
             raise SpecError(f"experiment {self.name!r}: {self.sweep.param!r} is both swept and fixed")
         signature = inspect.signature(GENERATORS[self.problem]).parameters

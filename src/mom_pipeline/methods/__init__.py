@@ -6,9 +6,9 @@ learned state with a trailing underscore, ``fit`` returns self, ``predict_cost(Z
 ``predict(Z)``, scikit-learn's name) gives costs and ``decide(Z, lp)`` solves the LPs with them.
 
 Training needs only the observed optimal solutions X* (inverse LP works) for
-MOM, KernelMOM, OnlineMOM, Perceptron, FTRLMOM, SuboptimalityOGD, the cone-aligned CaVE and the contrastive NCE; it needs the true
+MOM, KernelMOM, OnlineMOM, Perceptron, FTRLMOM, SuboptimalityOGD, the cone-aligned CaVE, the contrastive NCE and CMAP and the perturbed optimizer DPO; it needs the true
 costs C for OLS, Ridge, RandomForest, SPOPlus, the kernel ridges and the decision-focused
-PFYL and DBB and the learning-to-rank losses (``needs_costs``). `registry.METHODS` is the one list of methods.
+PFYL and DBB, the learning-to-rank losses and the perturbed I-MLE, AI-MLE, NID and PG (``needs_costs``). `registry.METHODS` is the one list of methods.
 """
 
 from .base import CostModel, LinearCostModel, MissingCostsError, NotFittedError, check_features, resolve_lp
@@ -19,11 +19,18 @@ from .kernels import KernelFeatures, KernelMOM
 from .mom import MOM
 from .ftrl import FTRLMOM
 from .online import OnlineMOM, Perceptron, SuboptimalityOGD
-from .solution_pool import NCE, ListwiseLTR, PairwiseLTR, PointwiseLTR
+from .perturbed import AIMLE, DPO, IMLE, NID, PG
+from .solution_pool import CMAP, NCE, ListwiseLTR, PairwiseLTR, PointwiseLTR
 from .registry import METHODS, MethodEntry, method_entry
 from .tuning import TuningResult, grid_search, validation_split
 
 __all__ = [
+    "AIMLE",
+    "CMAP",
+    "DPO",
+    "IMLE",
+    "NID",
+    "PG",
     "CaVE",
     "DBB",
     "PFYL",

@@ -49,7 +49,7 @@ from sklearn.utils._param_validation import Interval
 
 from ..lp import StandardFormLP
 from .base import estimator_hyperparameters
-from .dfl import _DecisionFocusedModel
+from .dfl import _DecisionFocusedModel, linear_layer_start
 from .mom_problem import support_mask
 
 # Below this norm a prediction or its projection is zero: the cosine is undefined there, and
@@ -172,11 +172,7 @@ class CaVE(_DecisionFocusedModel):
             model.n_projected_steps_ = 0
         return OptimalityCones(X_star, lp)
 
-    @staticmethod
-    def _initial_coefs(models, rng, n: int, d: int) -> np.ndarray:
-        # one draw per group: every model of a lockstep grid starts where its own fit would
-        start = rng.uniform(-1.0, 1.0, (n, d)) / np.sqrt(d)
-        return np.repeat(start[None], len(models), axis=0)
+    _initial_coefs = staticmethod(linear_layer_start)
 
     @staticmethod
     def _stacked_loss(models, C_hat, C, X_star, lp, rng, samples, state):

@@ -35,6 +35,25 @@ ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
 
 
+def perturbed_solutions(C_hat, lp: StandardFormLP, noise: np.ndarray, sigma, shift=None):
+    """Solutions and optimal values of the perturbed costs c_hat_t (+ shift_t) + sigma_t xi_tm.
+
+    Args:
+        C_hat: (T, n); noise: (T, M, n) draws xi; sigma: one scale or one per sample;
+        shift: None, or (T, n) added to every perturbation of its sample (I-MLE's target).
+
+    Returns:
+        (x (T, M, n), objective (T, M)), from ONE batched `lp.solve` over the T * M costs.
+    """
+    T, n = C_hat.shape
+    M = noise.shape[1]
+    sigma = np.broadcast_to(np.asarray(sigma, dtype=float), (T,))[:, None, None]
+    centre = C_hat if shift is None else C_hat + shift
+    perturbed = (centre[:, None, :] + sigma * noise).reshape(T * M, n)
+    solution = lp.subset(np.repeat(np.arange(T), M)).solve(perturbed, need_basis=False)
+    return solution.x.reshape(T, M, n), solution.objective.reshape(T, M)
+
+
 def pfyl_loss(C_hat, X_star, lp: StandardFormLP, noise: np.ndarray, sigma) -> tuple[np.ndarray, np.ndarray]:
     """Perturbed Fenchel-Young losses and gradients w.r.t. c_hat with FIXED noise draws.
 
@@ -49,33 +68,43 @@ def pfyl_loss(C_hat, X_star, lp: StandardFormLP, noise: np.ndarray, sigma) -> tu
     Returns:
         (loss (T,), grad (T, n)); one batched `lp.solve` over the T * M perturbed costs.
     """
-    T, n = C_hat.shape
-    M = noise.shape[1]
-    sigma = np.broadcast_to(np.asarray(sigma, dtype=float), (T,))[:, None, None]
-    perturbed = (C_hat[:, None, :] + sigma * noise).reshape(T * M, n)
-    solution = lp.subset(np.repeat(np.arange(T), M)).solve(perturbed, need_basis=False)
-    mean_x = solution.x.reshape(T, M, n).mean(axis=1)
-    mean_value = solution.objective.reshape(T, M).mean(axis=1)
-    return np.einsum("tj,tj->t", C_hat, X_star) - mean_value, X_star - mean_x
+    x, value = perturbed_solutions(C_hat, lp, noise, sigma)
+    return np.einsum("tj,tj->t", C_hat, X_star) - value.mean(axis=1), X_star - x.mean(axis=1)
+
+
+def value_difference_loss(C_hat, C, lp: StandardFormLP, h, upper: float, lower: float):
+    """The finite difference of the optimal value phi(w) = min_x w'x along the true costs,
+
+    f_t = [phi(c_hat_t + upper h c_t) - phi(c_hat_t + lower h c_t)] / ((upper - lower) h),
+
+    and its exact gradient [x(c_hat_t + upper h c_t) - x(c_hat_t + lower h c_t)] / ((upper - lower) h).
+    DBB is the forward difference (1, 0), PG's PGB the backward (0, -1), PGC the central (1, -1).
+    h is one width or one per sample; both solves are one batched `lp.solve`.
+
+    Returns:
+        (loss (T,), grad (T, n)).
+    """
+    T = C_hat.shape[0]
+    h = np.broadcast_to(np.asarray(h, dtype=float), (T,))
+    points = [C_hat + (factor * h)[:, None] * C if factor else C_hat for factor in (lower, upper)]
+    both = lp.subset(np.tile(np.arange(T), 2)).solve(np.concatenate(points), need_basis=False)
+    x, value = both.x.reshape(2, T, -1), both.objective.reshape(2, T)
+    width = (upper - lower) * h
+    return (value[1] - value[0]) / width, (x[1] - x[0]) / width[:, None]
 
 
 def dbb_loss(C_hat, C, lp: StandardFormLP, lam_interp) -> tuple[np.ndarray, np.ndarray]:
     """DBB's interpolated decision loss and its gradient w.r.t. c_hat.
 
     f_t = [min_x (c_hat_t + lam c_t)'x - min_x c_hat_t'x] / lam,
-    grad_t = [x(c_hat_t + lam c_t) - x(c_hat_t)] / lam   (two batched oracle calls).
+    grad_t = [x(c_hat_t + lam c_t) - x(c_hat_t)] / lam   (`value_difference_loss`, forward).
 
     lam_interp is one strength or one per sample. Both calls are one batched `lp.solve`.
 
     Returns:
         (loss (T,), grad (T, n)).
     """
-    T = C_hat.shape[0]
-    lam_interp = np.broadcast_to(np.asarray(lam_interp, dtype=float), (T,))
-    both = lp.subset(np.tile(np.arange(T), 2)).solve(np.concatenate([C_hat, C_hat + lam_interp[:, None] * C]),
-                                                    need_basis=False)
-    x, value = both.x.reshape(2, T, -1), both.objective.reshape(2, T)
-    return (value[1] - value[0]) / lam_interp, (x[1] - x[0]) / lam_interp[:, None]
+    return value_difference_loss(C_hat, C, lp, lam_interp, 1.0, 0.0)
 
 
 @estimator_hyperparameters(keyword_only=True)
@@ -109,7 +138,8 @@ class _DecisionFocusedModel(LinearCostModel):
 
     @staticmethod
     def _initial_coefs(models, rng, n: int, d: int) -> np.ndarray:
-        """(k, n, d) starting Theta of a group: zero (a scale-free loss draws them instead)."""
+        """(k, n, d) starting Theta of a group: zero (a scale-free loss draws them instead:
+        `linear_layer_start`)."""
         return np.zeros((len(models), n, d))
 
     def _group_key(self) -> tuple:
@@ -159,6 +189,14 @@ class _DecisionFocusedModel(LinearCostModel):
         return models
 
 
+def linear_layer_start(models, rng, n: int, d: int) -> np.ndarray:
+    """(k, n, d) starting Theta from a seeded uniform draw in +-1/sqrt(d) (the default start
+    of a linear layer, as PyEPO's models start), for losses that cannot start at Theta = 0;
+    one draw per group, so every model of a lockstep grid starts where its own fit would."""
+    start = rng.uniform(-1.0, 1.0, (n, d)) / np.sqrt(d)
+    return np.repeat(start[None], len(models), axis=0)
+
+
 def _adam_lockstep(models: list[_DecisionFocusedModel], Z, C, X_star, lp: StandardFormLP) -> None:
     """Mini-batch Adam of models that share their batches, all steps' oracle calls stacked."""
     T, d = Z.shape
@@ -198,8 +236,35 @@ def _adam_lockstep(models: list[_DecisionFocusedModel], Z, C, X_star, lp: Standa
         model.n_steps_ = step
 
 
+@estimator_hyperparameters(keyword_only=True)
+class _PerturbedModel(_DecisionFocusedModel):
+    """Shared hyperparameters and noise of the methods that perturb c_hat with random noise
+    (`PFYL`, and DPO, I-MLE and AI-MLE of `perturbed`)."""
+
+    _parameter_constraints: ClassVar[dict] = {**_DecisionFocusedModel._parameter_constraints,
+                                              "sigma": [POSITIVE], "n_perturbations": [POSITIVE_INT]}
+    sigma: float = 1.0
+    n_perturbations: int = 10
+
+    def _group_key(self) -> tuple:
+        return super()._group_key() + (int(self.n_perturbations),)
+
+    @staticmethod
+    def _draw(models, rng, B: int, n: int) -> np.ndarray:
+        """(B, M, n) noise; one draw shared by the group (a model's fit alone draws the same)."""
+        return rng.standard_normal((B, int(models[0].n_perturbations), n))
+
+    @classmethod
+    def _stacked_noise(cls, models, rng, C_hat) -> tuple[np.ndarray, np.ndarray, int]:
+        """The group's draw tiled over its k models, their sigmas per row, and B."""
+        k = len(models)
+        B = C_hat.shape[0] // k
+        noise = cls._draw(models, rng, B, C_hat.shape[1])
+        return np.tile(noise, (k, 1, 1)), np.repeat([float(m.sigma) for m in models], B), B
+
+
 @estimator_hyperparameters
-class PFYL(_DecisionFocusedModel):
+class PFYL(_PerturbedModel):
     """Linear c_hat = Theta z trained on the perturbed Fenchel-Young loss (Berthet et al., 2020).
 
     Minimizes the batch mean of  c_hat'x* - mean_m min_x (c_hat + sigma xi_m)'x  plus
@@ -210,23 +275,10 @@ class PFYL(_DecisionFocusedModel):
         n_steps_: the number of Adam steps (one batched oracle call each).
     """
 
-    _parameter_constraints: ClassVar[dict] = {**_DecisionFocusedModel._parameter_constraints,
-                                              "sigma": [POSITIVE], "n_perturbations": [POSITIVE_INT]}
-
-    sigma: float = 1.0
-    n_perturbations: int = 10
-
-    def _group_key(self) -> tuple:
-        return super()._group_key() + (int(self.n_perturbations),)
-
-    @staticmethod
-    def _stacked_loss(models, C_hat, C, X_star, lp, rng, samples, state):
-        k = len(models)
-        B = C_hat.shape[0] // k
-        # One draw of the noise shared by the group: a model's fit alone draws the same.
-        noise = rng.standard_normal((B, int(models[0].n_perturbations), C_hat.shape[1]))
-        sigmas = np.repeat([float(m.sigma) for m in models], B)
-        return pfyl_loss(C_hat, X_star, lp, np.tile(noise, (k, 1, 1)), sigmas)
+    @classmethod
+    def _stacked_loss(cls, models, C_hat, C, X_star, lp, rng, samples, state):
+        noise, sigmas, _ = cls._stacked_noise(models, rng, C_hat)
+        return pfyl_loss(C_hat, X_star, lp, noise, sigmas)
 
 
 @estimator_hyperparameters

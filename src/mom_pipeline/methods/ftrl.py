@@ -4,7 +4,7 @@ records)."""
 
 from __future__ import annotations
 
-from numbers import Integral
+from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
@@ -19,7 +19,9 @@ class FTRLMOM(_OnlinePass):
     """Follow-the-regularized-leader MOM, the paper's Algorithm 4.
 
     Theta_1 = 0; after playing x_t, Theta_{t+1} = the MOM optimum (problem (3)) on samples 1..t
-    with lam_t = 1/sqrt(t) (capped at ``max_lambda`` when given).
+    with lam_t = lambda_scale / sqrt(t + lambda_offset) (capped at ``max_lambda`` when given): the
+    text's 1/sqrt(t) by default; the authors' released notebook that drew figure 5 used
+    1e-6 / sqrt(t + 1), nearly the hard-margin limit.
 
     Exactness: with ``refit_every=1`` every Theta_{t+1} is the MOM optimum on samples 1..t (up to
     the solver's tolerance), i.e. exact FTRL. Even when Theta_t already satisfies the new sample
@@ -36,7 +38,9 @@ class FTRLMOM(_OnlinePass):
         warm_start: start each refit from the previous Theta ("fast" solver only).
         solver: "fast" (exact working-set method, `mom_solve.solve_hinge_qp`) or "cvxpy" (the MOM
             estimator's vectorized cvxpy reference, from scratch at each refit; slow, for checks).
-        max_lambda: cap on lam_t = 1/sqrt(t) (None: no cap).
+        lambda_scale, lambda_offset: lam_t = lambda_scale / sqrt(t + lambda_offset) for the refit on
+            samples 1..t (defaults 1 and 0: the text's 1/sqrt(t)).
+        max_lambda: cap on lam_t (None: no cap).
         radius: the radius of K = {||Theta||_F <= radius}; None = R^{n x d}.
         warm_band: with a warm start, rows whose margin under Theta_t is within this of 1 start in
             the solver's working set. It changes the speed, not the result (the solver's
@@ -51,12 +55,14 @@ class FTRLMOM(_OnlinePass):
     _parameter_constraints: ClassVar[dict] = {
         "refit_every": [POSITIVE_INT], "dense_steps": [Interval(Integral, 0, None, closed="left")],
         "solver": [StrOptions({"fast", "cvxpy"})], "max_lambda": [None, POSITIVE], "radius": [None, POSITIVE],
-        "warm_band": [POSITIVE]}
+        "warm_band": [POSITIVE], "lambda_scale": [POSITIVE], "lambda_offset": [Interval(Real, 0, None, closed="left")]}
 
     refit_every: int = 1
     dense_steps: int = 100
     warm_start: bool = True
     solver: str = "fast"
+    lambda_scale: float = 1.0
+    lambda_offset: float = 0.0
     max_lambda: float | None = None
     radius: float | None = None
     warm_band: float = 0.02
@@ -64,8 +70,8 @@ class FTRLMOM(_OnlinePass):
     progress: bool = False
 
     def lambdas(self, n_steps: int) -> np.ndarray:
-        """(n_steps,) lam_t = 1/sqrt(t), t = 1..T, capped at max_lambda."""
-        lam = 1.0 / np.sqrt(np.arange(1, n_steps + 1))
+        """(n_steps,) lam_t = lambda_scale / sqrt(t + lambda_offset), t = 1..T, capped at max_lambda."""
+        lam = self.lambda_scale / np.sqrt(np.arange(1, n_steps + 1) + self.lambda_offset)
         return lam if self.max_lambda is None else np.minimum(lam, self.max_lambda)
 
     def _refits(self, n_steps: int) -> np.ndarray:

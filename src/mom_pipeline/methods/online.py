@@ -6,7 +6,9 @@ Kilinc-Karzan 2020; the paper's section "Discussions"), which suffers from scale
 Every class processes the T training samples in the given order, one pass:
 
 * at step t it predicts c_hat_t = Theta_t z_t and plays x_t, an optimal vertex of the LP with
-  c_hat_t (BEFORE the update), then updates Theta_t -> Theta_{t+1} from sample t;
+  c_hat_t (BEFORE the update), then updates Theta_t -> Theta_{t+1} from sample t (`OnlineMOM`'s
+  ``look_ahead=True`` swaps the two, as the authors' released notebook did: not an online
+  algorithm, offered only to explain the published figure 5);
 * it trains from the observed optimal solutions X* (and their bases) alone; the true costs C,
   when given to `fit`, are only used to report the regret of the played decisions.
 
@@ -46,6 +48,7 @@ from ..lp import StandardFormLP, reduced_cost_operator
 from .base import POSITIVE, LinearCostModel, StrOptions, check_features, estimator_hyperparameters, resolve_lp
 
 STEP_SCHEDULES = ("constant", "decreasing")
+PERCEPTRON_UPDATES = ("sequential", "simultaneous")
 REGRET_SCALES = ("l2", "objective")
 INITS = ("zero", "random")
 # Two vertices are the same decision when they agree to this tolerance (relative to max(1, |x*|)).
@@ -218,6 +221,11 @@ class OnlineMOM(_OnlinePass):
         step_schedule: "constant" (default) eta / sqrt(T), the choice of the paper's guarantee
             and of the released code (one pass has a known horizon, the number of samples);
             "decreasing" eta / sqrt(t).
+        look_ahead: False (default): Algorithm 2, step t plays Theta_t. True: the order of the
+            authors' released notebook (figure 5): the update from sample t's own basis comes
+            first and step t plays Theta_{t+1}, so the decision it is scored on has seen that
+            step's answer. Only ``predicted_costs_``, the decisions and the regret change: the
+            iterates Theta_1..Theta_{T+1} (and so ``coef_``) are the same either way.
         use_average: predict with the mean of Theta_1..Theta_{T+1} instead of the last iterate.
         progress: show a tqdm progress bar.
     """
@@ -228,6 +236,7 @@ class OnlineMOM(_OnlinePass):
     step_size: float = 0.1
     radius: float | None = None
     step_schedule: str = "constant"
+    look_ahead: bool = False
     use_average: bool = False
     progress: bool = False
 
@@ -259,10 +268,12 @@ class OnlineMOM(_OnlinePass):
         predicted = np.empty((k, T, lp.n))
         norms = np.zeros((k, T + 1))
         total = np.zeros_like(thetas)  # Theta_1 = 0 adds nothing
+        look_ahead = np.array([bool(m.look_ahead) for m in models])
         for t in models[0]._progress(T):
             z = Z[t]
-            predicted[:, t] = thetas @ z
-            violated = (predicted[:, t] @ M[t].T < 1.0).astype(float)  # (k, n - m)
+            current = thetas @ z  # c_hat_t = Theta_t z_t: Algorithm 2 plays it, the update needs it
+            predicted[:, t] = current
+            violated = (current @ M[t].T < 1.0).astype(float)  # (k, n - m)
             # theta - eta * subgradient, the subgradient being -sum_violated M_t[k]' z'.
             thetas += (etas[t][:, None] * (violated @ M[t]))[:, :, None] * z
             norm = np.sqrt(np.einsum("knd,knd->k", thetas, thetas))
@@ -272,6 +283,8 @@ class OnlineMOM(_OnlinePass):
                 norm[outside] = radii[outside]
             norms[:, t + 1] = norm
             total += thetas
+            if look_ahead.any():
+                predicted[look_ahead, t] = thetas[look_ahead] @ z  # Theta_{t+1} z_t
         for i, model in enumerate(models):
             path = _IteratePath.recorded(predicted[i], norms[i], total[i], thetas[i].copy())
             model._record(path, None, X_star, lp, C, regret_scale)
@@ -293,14 +306,39 @@ class Perceptron(_OnlinePass):
     (M_t M_t')[:, k] ||z_t||^2, so the inner loop is over scalars.
 
     Args:
-        threshold: the margin below which a row is updated (1/2 in the paper).
+        threshold: the margin at or below which a row is updated (1/2 in the paper's text; the
+            authors' released notebook that drew figure 5 used 0). The comparison is the
+            text's r <= threshold: from Theta_1 = 0 every reduced cost is exactly 0, so with a
+            strict r < 0 nothing would ever be updated.
+        update_rule: "sequential" (default, the text's Algorithm 3: each row's test sees the
+            updates of the rows before it in the same step) or "simultaneous" (the released
+            notebook: the reduced costs are computed once per step, and every non-basic row at
+            or below the threshold is updated from those same values).
         use_average: predict with the mean of Theta_1..Theta_{T+1}.
         progress: show a tqdm progress bar.
+    After fit, besides the common state: ``n_updates_`` (T,) the number of rows updated at each step.
     """
 
+    _parameter_constraints: ClassVar[dict] = {"update_rule": [StrOptions(set(PERCEPTRON_UPDATES))]}
+
     threshold: float = 0.5
+    update_rule: str = "sequential"
     use_average: bool = False
     progress: bool = False
+
+    def _rows_to_update(self, reduced: np.ndarray, coupling: np.ndarray) -> np.ndarray:
+        """(n - m,) 0/1: the non-basic rows updated at one step, from the reduced costs of
+        Theta_t (`reduced`) and the change of every reduced cost per update of each row (`coupling`)."""
+        if self.update_rule == "simultaneous":
+            return (reduced <= self.threshold).astype(float)
+        reduced = reduced.copy()
+        updated = np.zeros(reduced.size)
+        # Rows of M_t follow the sorted non-basic indices: the algorithm's loop over i.
+        for k in range(reduced.size):
+            if reduced[k] <= self.threshold:
+                updated[k] = 1.0
+                reduced += coupling[:, k]
+        return updated
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp=None, basis=None, C=None, regret_scale: str = "l2"):
         Z, X_star, lp, basis, M, C = self._prepare(Z, X_star, A, b, lp, basis, C, regret_scale)
@@ -312,13 +350,7 @@ class Perceptron(_OnlinePass):
             z = Z[t]
             M_t = M[t]
             reduced = M_t @ path.predict(t, theta, z)
-            coupling = (M_t @ M_t.T) * (z @ z)
-            updated = np.zeros(M_t.shape[0])
-            # Rows of M_t follow the sorted non-basic indices: the algorithm's loop over i.
-            for k in range(M_t.shape[0]):
-                if reduced[k] <= self.threshold:
-                    updated[k] = 1.0
-                    reduced += coupling[:, k]
+            updated = self._rows_to_update(reduced, (M_t @ M_t.T) * (z @ z))
             if updated.any():
                 theta = theta + np.outer(updated @ M_t, z)
                 n_updates[t] = int(updated.sum())

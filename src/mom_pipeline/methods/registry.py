@@ -17,7 +17,8 @@ from .kernels import KernelMOM
 from .mom import MOM
 from .ftrl import FTRLMOM
 from .online import OnlineMOM, Perceptron, SuboptimalityOGD
-from .solution_pool import NCE, ListwiseLTR, PairwiseLTR, PointwiseLTR
+from .perturbed import AIMLE, DPO, IMLE, NID, PG
+from .solution_pool import CMAP, NCE, ListwiseLTR, PairwiseLTR, PointwiseLTR
 
 
 class UnknownMethodError(ValueError):
@@ -40,12 +41,14 @@ class MethodEntry:
 
 # Tables and figures show a method under its registered name unless it has a label of its own here.
 _LABELS = {"OnlineMOM": "MOM-OGD", "FTRLMOM": "MOM-FTRL", "SuboptimalityOGD": "Suboptimality-OGD",
-           "RandomForest": "RF", "SPOPlus": "SPO+"}
+           "RandomForest": "RF", "SPOPlus": "SPO+",
+           "IMLE": "I-MLE", "AIMLE": "AI-MLE"}
 _CLASSES = {"MOM": MOM, "KernelMOM": KernelMOM, "OnlineMOM": OnlineMOM, "Perceptron": Perceptron,
             "FTRLMOM": FTRLMOM, "SuboptimalityOGD": SuboptimalityOGD, "OLS": OLS, "Ridge": Ridge,
             "RandomForest": RandomForest, "SPOPlus": SPOPlus, "KernelRidge": KernelRidgeCost, "PFYL": PFYL,
             "DBB": DBB, "CaVE": CaVE, "NCE": NCE, "PointwiseLTR": PointwiseLTR, "PairwiseLTR": PairwiseLTR,
-            "ListwiseLTR": ListwiseLTR}
+            "ListwiseLTR": ListwiseLTR, "CMAP": CMAP, "DPO": DPO, "IMLE": IMLE, "AIMLE": AIMLE, "NID": NID,
+            "PG": PG}
 METHODS: dict[str, MethodEntry] = {
     name: MethodEntry(name, cls, _LABELS.get(name, name)) for name, cls in _CLASSES.items()
 }

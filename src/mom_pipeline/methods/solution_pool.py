@@ -1,4 +1,4 @@
-"""Decision-focused losses on a solution pool: NCE and the three learning-to-rank losses.
+"""Decision-focused losses on a solution pool: NCE, CMAP and the three learning-to-rank losses.
 
 Each learns c_hat = Theta z by the mini-batch Adam of `dfl._DecisionFocusedModel`; the loss
 of a sample compares the objective values of the feasible solutions of a pool S instead of
@@ -14,6 +14,9 @@ For the minimization LP min c'x, with ĉ = c_hat and the pool's solutions s in S
   "Contrastive Losses and Solution Caching for Predict-and-Optimize", IJCAI 2021): the pool's
   solutions are the negatives of x*,  L = mean_s (ĉ'x* - ĉ's),  gradient x* - mean_s s.
   It needs x* alone, not the costs.
+* `CMAP`, contrastive maximum a posteriori (the same paper; PyEPO's ``contrastiveMAP``): the
+  max-margin case of NCE with the single most violating negative, the pool's best solution
+  under ĉ:  L = ĉ'x* - min_s ĉ's,  gradient x* - argmin_s ĉ's. It needs x* alone as well.
 * The learning-to-rank losses of Mandi, Bucarey, Mulamba and Guns ("Decision-Focused Learning:
   Through the Lens of Learning to Rank", ICML 2022) rank the pool by the true costs c:
   - `PointwiseLTR`: the objective values regressed,  L = mean_s (ĉ's - c's)^2,
@@ -74,6 +77,13 @@ def nce_loss(C_hat, X_star, S) -> tuple[np.ndarray, np.ndarray]:
     """NCE's losses mean_s (ĉ_t'x*_t - ĉ_t's) (T,) and gradients x*_t - mean_s s (T, n)."""
     mean_solution = S.mean(axis=0)
     return np.einsum("tj,tj->t", C_hat, X_star) - C_hat @ mean_solution, X_star - mean_solution
+
+
+def cmap_loss(C_hat, X_star, S) -> tuple[np.ndarray, np.ndarray]:
+    """CMAP's losses ĉ_t'x*_t - min_s ĉ_t's (T,) and gradients x*_t - argmin_s ĉ_t's (T, n)."""
+    predicted = C_hat @ S.T
+    best = np.argmin(predicted, axis=1)
+    return np.einsum("tj,tj->t", C_hat, X_star) - predicted[np.arange(len(C_hat)), best], X_star - S[best]
 
 
 def pointwise_ltr_loss(C_hat, C, S) -> tuple[np.ndarray, np.ndarray]:
@@ -159,6 +169,17 @@ class NCE(_SolutionPoolModel):
 
     def _pool_loss(self, C_hat, C, X_star, S):
         return nce_loss(C_hat, X_star, S)
+
+
+@estimator_hyperparameters
+class CMAP(_SolutionPoolModel):
+    """Linear c_hat = Theta z trained from x* alone by contrastive MAP on a growing solution
+    pool (Mulamba et al., IJCAI 2021; see `solution_pool`). Attributes as `NCE`."""
+
+    needs_costs: ClassVar[bool] = False
+
+    def _pool_loss(self, C_hat, C, X_star, S):
+        return cmap_loss(C_hat, X_star, S)
 
 
 @estimator_hyperparameters

@@ -236,6 +236,37 @@ def _bands(online: pd.DataFrame, column: str):
         yield method, part.index.to_numpy(), mean.to_numpy(), half.to_numpy()
 
 
+_REGRET_SUM = r"$\sum_{s \leq t} c_s^\top(x_s - x_s^*)$"
+_REGRET_SUM_TEXT = "Σ_{s≤t} c_sᵀ(x_s − x*_s)"
+# The y axis of an online figure (``experiment.plot.regret``): the online step rows' column, its labels
+# and a caption note (`BoxMetric` describes any figure's y axis, box or curve).
+REGRET_AXES = {
+    "raw": BoxMetric("cumulative_regret", "cumulative regret " + _REGRET_SUM,
+                     f"cumulative regret {_REGRET_SUM_TEXT}",
+                     "y: the raw cumulative regret, as the published figure 5 (plot.regret: relative for the sum of "
+                     "relative losses, the paper text's definition)"),
+    ("relative", "knapsack"): BoxMetric(
+        "cumulative_relative_regret", r"cumulative relative regret $\sum_{s \leq t} c_s^\top(x_s - x_s^*)/\|c_s\|_2$",
+        "cumulative relative regret Σ_{s≤t} c_sᵀ(x_s − x*_s) / ‖c_s‖",
+        "y: the sum of relative losses, the paper text's definition; the published figure 5 shows the raw regret "
+        "(plot.regret: raw)"),
+    ("relative", "shortest_path"): BoxMetric(
+        "cumulative_relative_regret", r"cumulative relative regret $\sum_{s \leq t} c_s^\top(x_s - x_s^*)/c_s^\top x_s^*$",
+        "cumulative relative regret Σ_{s≤t} c_sᵀ(x_s − x*_s) / c_sᵀx*_s",
+        "y: the sum of relative losses, the paper text's definition (plot.regret: raw for the raw regret)"),
+}
+
+
+def regret_axis(problem: str, regret: str = "raw") -> BoxMetric:
+    """The y axis of an online figure of `problem` drawing `regret` ("raw" or "relative")."""
+    key = "raw" if regret == "raw" else (regret, problem)
+    try:
+        return REGRET_AXES[key]
+    except KeyError:
+        raise ValueError(f"no online figure of {regret!r} regret for problem {problem!r}; known: "
+                         f"{sorted(map(str, REGRET_AXES))}") from None
+
+
 def excluded_note(online: pd.DataFrame, column: str, exclude: tuple) -> str:
     """Why the regret panel leaves `exclude` out, with their final regret against the largest
     curve shown ('' when nothing is left out)."""
@@ -252,18 +283,19 @@ def excluded_note(online: pd.DataFrame, column: str, exclude: tuple) -> str:
             "The right panel and summary.csv include it")
 
 
-def regret_curve_figure(online: pd.DataFrame, title: str, column: str = "cumulative_relative_regret",
+def regret_curve_figure(online: pd.DataFrame, title: str, axis: BoxMetric = REGRET_AXES["raw"],
                         exclude: tuple = ()):
-    """Mean cumulative regret over trials with 95% confidence bands; plus Theta norms. The
-    caption says which methods the regret panel leaves out, and why."""
+    """Mean cumulative regret over trials (`axis`: which regret, `regret_axis`) with 95% confidence
+    bands; plus Theta norms. The caption says which regret it shows, which methods the regret
+    panel leaves out, and why."""
     width = 11
     fig, (ax, ax_norm) = plt.subplots(1, 2, figsize=(width, 4.2))
     shown = online[~online["method"].isin(exclude)]
-    for i, (method, steps, mean, half) in enumerate(_bands(shown, column)):
+    for i, (method, steps, mean, half) in enumerate(_bands(shown, axis.column)):
         ax.plot(steps, mean, label=method, color=PALETTE[i % len(PALETTE)])
         ax.fill_between(steps, mean - half, mean + half, color=PALETTE[i % len(PALETTE)], alpha=0.2)
     ax.set_xlabel("step t")
-    ax.set_ylabel("cumulative regret (sum of relative losses)")
+    ax.set_ylabel(axis.label)
     ax.legend()
     ax.grid(alpha=0.3)
     for i, (method, steps, mean, half) in enumerate(_bands(online, "theta_norm")):
@@ -274,9 +306,9 @@ def regret_curve_figure(online: pd.DataFrame, title: str, column: str = "cumulat
     ax_norm.legend(fontsize=8)
     ax_norm.grid(alpha=0.3)
     fig.suptitle(title)
-    caption = f"bands: 95% confidence interval of the mean over {trial_count(online['trial'].nunique())}"
-    note = excluded_note(online, column, exclude)
-    fig.tight_layout(rect=(0, add_caption(fig, f"{caption}; {note}" if note else caption, width), 1, 1))
+    parts = [f"bands: 95% confidence interval of the mean over {trial_count(online['trial'].nunique())}", axis.note,
+             excluded_note(online, axis.column, exclude)]
+    fig.tight_layout(rect=(0, add_caption(fig, "; ".join(p for p in parts if p), width), 1, 1))
     return fig
 
 
@@ -285,17 +317,17 @@ def _rgba(color: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
-def regret_curve_plotly(online: pd.DataFrame, title: str, column: str = "cumulative_relative_regret",
+def regret_curve_plotly(online: pd.DataFrame, title: str, axis: BoxMetric = REGRET_AXES["raw"],
                         exclude: tuple = ()) -> go.Figure:
     """`regret_curve_figure`'s left panel in plotly: mean curves with 95% bands."""
     fig = go.Figure()
     shown = online[~online["method"].isin(exclude)]
-    for i, (method, steps, mean, half) in enumerate(_bands(shown, column)):
+    for i, (method, steps, mean, half) in enumerate(_bands(shown, axis.column)):
         color = PALETTE[i % len(PALETTE)]
         fig.add_trace(go.Scatter(x=np.concatenate([steps, steps[::-1]]),
                                  y=np.concatenate([mean + half, (mean - half)[::-1]]), fill="toself",
                                  line=dict(width=0), fillcolor=_rgba(color, 0.2), showlegend=False,
                                  legendgroup=method, hoverinfo="skip", name=f"{method} 95% CI"))
         fig.add_trace(go.Scatter(x=steps, y=mean, name=method, legendgroup=method, line=dict(color=color)))
-    fig.update_layout(title=title, xaxis_title="step t", yaxis_title="cumulative regret (sum of relative losses)")
+    fig.update_layout(title=title, xaxis_title="step t", yaxis_title=axis.plotly_label)
     return fig

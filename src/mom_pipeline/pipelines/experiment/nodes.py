@@ -27,7 +27,7 @@ from mom_pipeline.experiments.storage import StoredTrial, TrainingPlan
 from mom_pipeline.experiments.train import (hyperparameter_rows, log_failed_cell_summary, log_failed_cells,
                                            train_for_storage, with_reused)
 from mom_pipeline.reporting import (box_metric, boxplot_figure, boxplot_plotly, online_markdown, online_summary,
-                                    regret_curve_figure, regret_curve_plotly, summary_markdown, summary_table,
+                                    regret_axis, regret_curve_figure, regret_curve_plotly, summary_markdown, summary_table,
                                     trial_count)
 
 log = logging.getLogger(__name__)
@@ -205,7 +205,8 @@ def report_online(online_steps: pd.DataFrame, experiment: ExperimentSpec):
     exclude = spec.curves_exclude
     title = f"Figure {spec.figure}: online {spec.problem.replace('_', ' ')}, {trial_count(spec.trials)}"
     markdown = online_markdown(summary, title, exclude)
-    figure = regret_curve_figure(online_steps, title, exclude=exclude)
-    plotly_figure = regret_curve_plotly(online_steps, title)
+    axis = regret_axis(spec.problem, spec.plot.regret)
+    figure = regret_curve_figure(online_steps, title, axis, exclude=exclude)
+    plotly_figure = regret_curve_plotly(online_steps, title, axis)
     plt.close(figure)
     return summary, markdown, figure, plotly_figure

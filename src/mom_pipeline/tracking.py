@@ -125,14 +125,6 @@ def run_env(run_params: dict) -> str:
     return run_params.get("env") or DEFAULT_RUN_ENV
 
 
-def hide_empty_default_experiment(client) -> None:
-    """MLflow creates an experiment `Default` (id 0) in every new database; the project logs into
-    its own, so an empty `Default` is marked deleted (the UI then lists one experiment)."""
-    default = client.get_experiment("0")
-    if default.lifecycle_stage == "active" and not client.search_runs(["0"], max_results=1, run_view_type=3):
-        client.delete_experiment("0")
-
-
 def _runner_name(runner) -> str:
     """The runner's class name: Kedro hands it over as an object's repr ("<kedro.runner....
     SequentialRunner object at 0x..>"), or "None" for a session's default runner."""
@@ -140,21 +132,6 @@ def _runner_name(runner) -> str:
     if text in ("None", ""):
         return "SequentialRunner"
     return text.split()[0].rsplit(".", 1)[-1] if text.startswith("<") else text
-
-
-def store_errors() -> tuple:
-    """The exceptions by which MLflow says its store cannot be used (SQLAlchemy's and sqlite's
-    for a database, MLflow's own for a server, OSError for a full or read-only disk)."""
-    import sqlite3
-
-    from mlflow.exceptions import MlflowException
-
-    errors = (MlflowException, sqlite3.Error, OSError)
-    try:
-        from sqlalchemy.exc import SQLAlchemyError
-    except ImportError:
-        return errors
-    return (*errors, SQLAlchemyError)
 
 
 def store_remedy(uri: str) -> str:

@@ -39,7 +39,8 @@ class TrackingProcess:
         read, write = os.pipe()
         # Its own session: a Ctrl-C in the terminal reaches only the run, which ends it KILLED.
         # MLflow's INFO lines (a new store's tables, ...) would interleave with the run's console.
-        env = {**os.environ, "MLFLOW_LOGGING_LEVEL": os.environ.get("MLFLOW_LOGGING_LEVEL", "WARNING")}
+        env = {**os.environ, "MLFLOW_LOGGING_LEVEL": os.environ.get("MLFLOW_LOGGING_LEVEL", "WARNING"),
+               "KEDRO_LOGGING_CONFIG": str(Path(__file__).with_name("tracking_logging.yml"))}
         self._process = subprocess.Popen([sys.executable, "-c", _WORKER, _SOURCE, str(write)], cwd=cwd, env=env,
                                          stdin=subprocess.PIPE, pass_fds=(write,), start_new_session=True)
         os.close(write)

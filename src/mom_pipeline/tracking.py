@@ -199,6 +199,20 @@ def _register_plugin_resolver() -> None:
         OmegaConf.register_new_resolver("km.random_name", random_name, use_cache=True)
 
 
+def set_plugin_config(context, config: dict) -> None:
+    """kedro-mlflow's configuration object as `context.mlflow`, as the plugin's hook sets it, where
+    MLflow is imported already (building it imports MLflow): the plugin's commands read it
+    (`kedro mlflow ui` opens the store it names), and so may a notebook that uses MLflow."""
+    if "mlflow" not in sys.modules:
+        return
+    from kedro_mlflow.config.kedro_mlflow_config import KedroMlflowConfig, _validate_uri
+
+    plugin_config = KedroMlflowConfig.model_validate(config)
+    uri = plugin_config.server.mlflow_tracking_uri or os.environ.get("MLFLOW_TRACKING_URI", "mlruns")
+    plugin_config.server.mlflow_tracking_uri = _validate_uri(project_path=context.project_path, uri=uri)
+    context.__setattr__("mlflow", plugin_config)  # KedroContext is frozen: as the plugin does
+
+
 class TrackingHooks:
     """One MLflow run per `kedro run`, recorded by the run's tracking process (module docstring).
     One instance serves every session of the process (settings.HOOKS): each starts afresh."""
@@ -239,6 +253,7 @@ class TrackingHooks:
         self._store_failure = None
         tracking_process.untracked_because = None
         self._config = mlflow_config(context)
+        set_plugin_config(context, self._config)
         server = self._config.get("server") or {}
         credentials = {}
         if server.get("credentials"):

@@ -73,6 +73,7 @@ bench-methods: $(STAMP)
 	$(BIN)/python benchmarks/spo_plus_grid.py
 	$(BIN)/python benchmarks/kernel_mom_cells.py --data-degree 1 --kernel rbf --cells 0.1 2
 	$(BIN)/python benchmarks/kernel_mom_cells.py --data-degree 6 --kernel poly --cells 4:0.1 4:0.5 4:1 4:2
+	$(BIN)/python benchmarks/startup.py
 
 # Inverse LP from x* alone: lambda tuned without costs on the shipped example (and with a
 # feature in other units), the dual formulation's 9-lambda grid against the basis

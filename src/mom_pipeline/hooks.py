@@ -9,7 +9,6 @@ import os
 import platform
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -93,9 +92,9 @@ class RunReportHooks:
     saved: training streams trials into the partitioned `models` dataset while it is saved.
 
     A failed run's report names the node and the error. SIGINT (Ctrl-C) and SIGTERM during the
-    run write the report (status interrupted, the running node) and end the MLflow run KILLED
-    at once, then stop the run with RunInterrupted: Kedro calls no hook for a KeyboardInterrupt,
-    and MLflow would otherwise end the run FINISHED when the process exits."""
+    run write the report (status interrupted, the running node), attach it to the MLflow run and
+    end that run KILLED at once (waiting for the tracking process to record it), then stop the run
+    with RunInterrupted: Kedro calls no hook for a KeyboardInterrupt."""
 
     def __init__(self):
         self._started: dict[str, float] = {}
@@ -254,25 +253,17 @@ def saved_path(dataset):
 
 
 def _log_artifact(path: Path) -> None:
-    """Attach `path` to the active MLflow run, if any."""
-    try:
-        import mlflow
-    except ImportError:
-        return
-    if mlflow.active_run() is not None:
-        try:
-            mlflow.log_artifact(str(path))
-        except Exception as error:  # noqa: BLE001 - the report is written; the store's trouble is said
-            log.warning("the run report was not attached to the MLflow run: %s", error)
+    """Attach `path` to the run's MLflow run, if it is tracked (by the run's tracking process)."""
+    from mom_pipeline.tracking_process import log_artifact
+
+    log_artifact(path)
 
 
 def _end_tracked_run(status: str) -> None:
-    """End the active MLflow run, if any, with `status` (e.g. KILLED)."""
-    mlflow = sys.modules.get("mlflow")
-    if mlflow is None:
-        return
+    """End the run's MLflow run, if it is tracked, with `status` (e.g. KILLED)."""
+    from mom_pipeline.tracking_process import end_run
+
     try:
-        while mlflow.active_run() is not None:
-            mlflow.end_run(status)
+        end_run(status)
     except Exception:  # noqa: BLE001 - the run stops in any case
         log.exception("the MLflow run could not be ended as %s", status)

@@ -30,7 +30,11 @@ def _without_plugin_model_advice(show):
 warnings.showwarning = _without_plugin_model_advice(warnings.showwarning)
 
 from mom_pipeline.console import NotYetWrittenPreviews, short_input_errors  # noqa: E402
+from mom_pipeline.plugin_commands import load_plugin_commands_lazily  # noqa: E402
 from mom_pipeline.tracking import DEFAULT_RUN_ENV  # noqa: E402
+
+# `kedro mlflow ...` is imported when called, not by every `kedro` command (it imports MLflow).
+load_plugin_commands_lazily()
 
 # Deprecation notices from third-party code that `kedro run` / `kedro viz` would print and that
 # a user cannot act on (Kedro reads this module before it loads the plugins): omegaconf's rename
@@ -80,6 +84,7 @@ from mom_pipeline.runtime_params import RuntimeParameterHooks  # noqa: E402
 from mom_pipeline.tracking import TrackingHooks  # noqa: E402
 
 HOOKS = (ProcessSettingsHooks(), RunReportHooks(), RuntimeParameterHooks(), TrackingHooks())
-# TrackingHooks is kedro-mlflow's hook with the project's corrections: the plugin's own instance
-# would track every run a second time.
+# TrackingHooks tracks the run with kedro-mlflow's configuration in a process of its own, and holds
+# the name of the plugin's hook, so Kedro does not load that one; the plugin's own instance would
+# track every run a second time, should it be loaded another way.
 DISABLE_HOOKS_FOR_PLUGINS = ("kedro_mlflow", "kedro-mlflow")

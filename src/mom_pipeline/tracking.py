@@ -1,6 +1,10 @@
-"""Experiment tracking with MLflow: kedro-mlflow's hook (one MLflow run per `kedro run`), with
-the project's corrections. settings.py registers `TrackingHooks` in place of the plugin's own
-instance (DISABLE_HOOKS_FOR_PLUGINS), so every correction is made where the plugin does the thing:
+"""Experiment tracking with MLflow: one MLflow run per `kedro run`, set up by kedro-mlflow's own
+configuration (conf/base/mlflow.yml, `KedroMlflowConfig`) in the run's tracking process
+(`mom_pipeline.tracking_worker`), which `TrackingHooks` starts when the session's context is
+created: MLflow's import and its store never delay the first node, and the run's process holds no
+MLflow thread when it forks workers (docs/decisions/023-tracking-process.md). settings.py registers
+`TrackingHooks` under the name of the plugin's own hook, so Kedro never loads that one (it would
+import MLflow and track every run a second time). What the run records:
 
 - the store: the plugin's `server.mlflow_tracking_uri` and `create_experiment_kwargs.artifact_location`
   (conf/base/mlflow.yml); when both it and MLFLOW_TRACKING_URI are unset, the config loader fills in
@@ -9,16 +13,18 @@ instance (DISABLE_HOOKS_FOR_PLUGINS), so every correction is made where the plug
 - the run's name is `<pipelines> (<env>)` unless mlflow.yml names it;
 - tags: the exact command (`kedro_command`, from the command line), the env, the Kedro run id
   (= the save version of every versioned dataset of the run), the git commit and whether the work
-  tree had uncommitted changes; the plugin's tags made readable (runner by class name, lists joined)
-  and its copy of the run id dropped;
-- parameters: one per leaf, all logged when the run starts (the plugin logs the ones each node
-  reads, and typed specs, which Kedro hands over as Pydantic models, as one repr string);
-- a run stopped by SIGINT/SIGTERM ends KILLED (hooks.RunReportHooks ends it), a failed one FAILED;
-- every figure's summaries and figures (the versioned files just saved) as artifacts under `<figure>/`;
+  tree had uncommitted changes; the run's parameters as the plugin tags them, made readable (runner
+  by class name, lists joined), without its copy of the run id;
+- parameters: one per leaf, all logged when the run starts (log_batch), so an interrupted run
+  still says what it ran with;
+- a run stopped by SIGINT/SIGTERM ends KILLED (hooks.RunReportHooks ends it), a failed one FAILED,
+  one whose process vanished (SIGKILL) KILLED by the tracking process;
+- every figure's summaries and figures (the versioned files just saved) as artifacts under `<figure>/`,
+  and the catalog's kedro-mlflow datasets (`tracking_process.TrackingProcessDataset`);
+- `disable_tracking.pipelines` of mlflow.yml: no run, no dataset logs;
 - a store that cannot be used (a corrupt, locked or full `mlflow.db`, a server out of reach) turns
-  tracking off for the run through the plugin's own switch (`disable_tracking.pipelines`, which
-  also stops the catalog's MLflow datasets from logging), with one warning that names the store
-  and the remedy; the run itself goes on (`TrackingHooks._tracking_off`).
+  tracking off for the run, with one warning that names the store and the remedy; the run itself
+  goes on.
 """
 
 from __future__ import annotations
@@ -27,13 +33,13 @@ import logging
 import os
 import shlex
 import sys
-import warnings
 from pathlib import Path
 
+from kedro.config import MissingConfigException
 from kedro.framework.hooks import hook_impl
-from kedro_mlflow.io.catalog.switch_catalog_logging import switch_catalog_logging
 
-from mom_pipeline.hooks import git_state, saved_path
+from mom_pipeline import tracking_process
+from mom_pipeline.hooks import saved_path
 from mom_pipeline.reporting.tables import metric_name
 
 log = logging.getLogger(__name__)
@@ -42,21 +48,8 @@ log = logging.getLogger(__name__)
 #: The environment a run without --env uses (settings.py's CONFIG_LOADER_ARGS takes it from here).
 DEFAULT_RUN_ENV = "local"
 
-def _import_plugin_quietly():
-    """kedro-mlflow's hook class, imported without MLflow's advice on type hints for the plugin's
-    own pipeline model, which every `kedro` command would print and no user can act on (MLflow
-    forces that warning through its own filter, so it is caught here); others pass through."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("default")
-        from kedro_mlflow.framework.hooks.mlflow_hook import MlflowHook
-    for w in caught:
-        if "type hint" not in str(w.message):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return MlflowHook
-
-
-MlflowHook = _import_plugin_quietly()
-
+#: The name of kedro-mlflow's hook among Kedro's plugin hooks (its `kedro.hooks` entry point).
+PLUGIN_ENTRY_POINT = "mlflow_hook"
 LOCAL_STORE = "mlflow.db"
 LOCAL_ARTIFACTS = "mlartifacts"
 # Outputs of every figure's reporting stage that become artifacts of the run.
@@ -175,154 +168,149 @@ def store_remedy(uri: str) -> str:
             "MLFLOW_TRACKING_URI)")
 
 
-class TrackingHooks(MlflowHook):
-    """kedro-mlflow's hook with the corrections of the module docstring."""
+def _tag_value(value) -> str:
+    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+def run_tags(run_params: dict, names: list[str], env: str) -> dict[str, str]:
+    """The run's tags: every truthy run parameter (as kedro-mlflow tags them, made readable) and
+    the exact command, the env, the Kedro run id (the git commit is added by the tracking process)."""
+    tags = {k: _tag_value(v) for k, v in run_params.items() if v and k not in REDUNDANT_PLUGIN_TAGS}
+    tags.update({"kedro_command": kedro_command(run_params), "env": env, "kedro_run_id": run_params.get("run_id") or "",
+                 "pipeline_names": ",".join(names), "runner": _runner_name(run_params.get("runner"))})
+    return tags
+
+
+def run_parameters(pipeline, catalog) -> dict[str, str]:
+    """Every parameter the run's nodes read, one per leaf (fig1.experiment.trials, ...)."""
+    flat = {}
+    for name in sorted(pipeline.inputs()):
+        if name.startswith("params:"):
+            flat.update(flatten_parameters(name.removeprefix("params:"), catalog.load(name)))
+    return flat
+
+
+def mlflow_config(context) -> dict:
+    """The run's kedro-mlflow configuration (mlflow.yml, the project's store filled in), as the
+    plugin reads it: its default (an empty file) when there is none; the experiment named after
+    the package unless mlflow.yml names it."""
+    loader = context.config_loader
+    if "mlflow" not in loader.config_patterns:
+        loader.config_patterns.update({"mlflow": ["mlflow*", "mlflow*/**", "**/mlflow*"]})
+    try:
+        config = dict(loader["mlflow"])
+    except MissingConfigException:
+        log.warning("No 'mlflow.yml' config file found in environment: kedro-mlflow's default configuration is used.")
+        config = {}
+    tracking = dict(config.get("tracking") or {})
+    experiment = dict(tracking.get("experiment") or {})
+    if experiment.get("name") is None:
+        experiment["name"] = context._package_name or Path(context.project_path).name
+    return {**config, "tracking": {**tracking, "experiment": experiment}}
+
+
+def _register_plugin_resolver() -> None:
+    """kedro-mlflow's `km.random_name` resolver for mlflow.yml, importing MLflow only when used."""
+    from omegaconf import OmegaConf
+
+    def random_name():
+        from kedro_mlflow.config.resolvers import resolve_random_name
+
+        return resolve_random_name()
+
+    if not OmegaConf.has_resolver("km.random_name"):
+        OmegaConf.register_new_resolver("km.random_name", random_name, use_cache=True)
+
+
+class TrackingHooks:
+    """One MLflow run per `kedro run`, recorded by the run's tracking process (module docstring).
+    One instance serves every session of the process (settings.HOOKS): each starts afresh."""
 
     def __init__(self):
-        super().__init__()
+        self.__name__ = PLUGIN_ENTRY_POINT  # pluggy's name for it: Kedro then skips the plugin's hook
         self._catalog = None
+        self._config: dict = {}
+        self._process: tracking_process.TrackingProcess | None = None
         self._store_failure = None  # why tracking is off for this session (None: it is on)
 
-    def _tracking_off(self, error: Exception, uri: str | None) -> None:
-        """Tracking off for the rest of the session, said once: the store, the error, the remedy."""
-        import mlflow
-
-        if self._store_failure is not None:
+    def _on_event(self, event: dict) -> None:
+        if event.get("event") != "off" or self._store_failure is not None:
             return
-        uri = uri or mlflow.get_tracking_uri()
-        first_line = (str(error).splitlines() or [""])[0]
-        self._store_failure = f"{type(error).__name__}: {first_line}"
-        self._is_mlflow_enabled = False
-        log.warning("MLflow tracking is off for this run: the store %s cannot be used (%s); %s. The run goes on "
-                    "and writes its outputs under data/ as usual.", uri, self._store_failure, store_remedy(uri))
-        while mlflow.active_run() is not None:
-            try:
-                mlflow.end_run("FAILED")
-            except store_errors():
-                pass  # end_run took the run off its stack first: the store cannot record its end
+        self._store_failure = event["error"]
+        tracking_process.untracked_because = self._store_failure
+        uri = event.get("uri") or (self._config.get("server") or {}).get("mlflow_tracking_uri") or "(none)"
+        if event.get("store"):
+            log.warning("MLflow tracking is off for this run: the store %s cannot be used (%s); %s. The run goes on "
+                        "and writes its outputs under data/ as usual.", uri, self._store_failure, store_remedy(uri))
+        else:
+            log.warning("MLflow tracking is off for this run: its tracking process failed (%s; the traceback is "
+                        "above). The run goes on and writes its outputs under data/ as usual.", self._store_failure)
+        tracking_process.current = None
+
+    def _finish(self, status: str | None) -> None:
+        """End the run with `status` (None: none was started); an interrupted run has ended already."""
+        process, self._process = self._process, None
+        if tracking_process.current is process:
+            tracking_process.current = None
+        if process is not None:
+            process.finish(status)
 
     @hook_impl
     def after_context_created(self, context):
-        # mlflow.set_tracking_uri (called by the plugin) also exports MLFLOW_TRACKING_URI, which
-        # would then decide the store of the next session in this process (a notebook, the tests)
-        # and of every `kedro run` it starts: the variable is put back as it was.
-        from kedro_mlflow.config.kedro_mlflow_config import KedroMlflowConfig
-
-        exported = os.environ.get("MLFLOW_TRACKING_URI")
-        # One instance serves every session of the process (settings.HOOKS): each starts afresh.
-        # The plugin's before_node_run reopens `run_id` whenever it is set: an untracked session
-        # would reopen the previous session's run.
+        self._finish(None)  # a previous session's process that never started a run
+        _register_plugin_resolver()
         self._store_failure = None
-        self.run_id = None
-        self.__dict__.pop("mlflow_config", None)
-        try:
-            super().after_context_created(context)
-            config = self.mlflow_config
-            if config.server.mlflow_tracking_uri == local_tracking_uri(context.project_path):
-                hide_empty_default_experiment(config.server._mlflow_client)
-        except store_errors() as error:
-            # the plugin stopped in its setup, before keeping its configuration: kept here, unset up
-            if not hasattr(self, "mlflow_config"):
-                self.mlflow_config = KedroMlflowConfig.model_validate({**context.config_loader["mlflow"]})
-                self._already_active_mlflow = False
-            self._tracking_off(error, self.mlflow_config.server.mlflow_tracking_uri)
-        finally:
-            if exported is None:
-                os.environ.pop("MLFLOW_TRACKING_URI", None)
-            else:
-                os.environ["MLFLOW_TRACKING_URI"] = exported
+        tracking_process.untracked_because = None
+        self._config = mlflow_config(context)
+        server = self._config.get("server") or {}
+        credentials = {}
+        if server.get("credentials"):
+            credentials = {server["credentials"]: context._get_config_credentials().get(server["credentials"], {})}
+        self._process = tracking_process.TrackingProcess(Path(context.project_path), self._on_event)
+        self._process.send("setup", config=self._config, project_path=str(context.project_path),
+                           credentials=credentials,
+                           hide_default=server.get("mlflow_tracking_uri") == local_tracking_uri(context.project_path))
 
     @hook_impl
-    def after_catalog_created(self, catalog, conf_catalog, conf_creds, parameters, save_version, load_versions):
-        super().after_catalog_created(catalog, conf_catalog, conf_creds, parameters, save_version, load_versions)
+    def after_catalog_created(self, catalog):
         self._catalog = catalog
 
     @hook_impl
     def before_pipeline_run(self, run_params, pipeline, catalog):
-        import mlflow
-
-        run = self.mlflow_config.tracking.run
-        named = run.name
-        names = run_params.get("pipeline_names") or [run_params.get("pipeline_name") or "__default__"]
-        env = run_env(run_params)
-        if named is None:
-            run.name = f"{'+'.join(names)} ({env})"
-        disabled = self.mlflow_config.tracking.disable_tracking
-        configured_off = disabled.pipelines
-        if self._store_failure is not None:  # the plugin's own switch: no run, no MLflow dataset logs
-            disabled.pipelines = [*configured_off, *names]
-        try:
-            super().before_pipeline_run(run_params, pipeline, catalog)
-            if self._is_mlflow_enabled and mlflow.active_run() is not None:
-                self._tag_and_log_parameters(run_params, pipeline, catalog, names, env)
-        except store_errors() as error:
-            self._tracking_off(error, self.mlflow_config.server.mlflow_tracking_uri)
-            switch_catalog_logging(catalog, False)
-        finally:
-            run.name = named
-            disabled.pipelines = configured_off
-
-    def _tag_and_log_parameters(self, run_params, pipeline, catalog, names: list, env: str) -> None:
-        import mlflow
-
-        client = self.mlflow_config.server._mlflow_client
-        plugin_tags = client.get_run(self.run_id).data.tags
-        for key in REDUNDANT_PLUGIN_TAGS:
-            if key in plugin_tags:
-                client.delete_tag(self.run_id, key)
-        commit, dirty = git_state(run_params.get("project_path") or ".")
-        tags = {"kedro_command": kedro_command(run_params), "env": env, "kedro_run_id": run_params.get("run_id") or "",
-                "git_commit": commit, "git_dirty": str(dirty).lower(), "pipeline_names": ",".join(names)}
-        tags["runner"] = _runner_name(run_params.get("runner"))
-        mlflow.set_tags(tags)
-        # Every parameter the run's nodes read, one per leaf (fig1.experiment.trials, ...), at the
-        # start: an interrupted run still says what it ran with.
-        flat = {}
-        for name in sorted(pipeline.inputs()):
-            if name.startswith("params:"):
-                flat.update(flatten_parameters(name.removeprefix("params:"), catalog.load(name)))
-        items = list(flat.items())
-        for start in range(0, len(items), 100):  # MLflow takes at most 100 parameters per call
-            mlflow.log_params(dict(items[start:start + 100]))
-
-    @hook_impl
-    def before_node_run(self, node, catalog, inputs, is_async):
-        # The plugin re-opens the run here (threads) and logs the node's parameters; those are
-        # logged already, one per leaf, so they are not handed over.
-        others = {k: v for k, v in inputs.items() if not (k.startswith("params:") or k == "parameters")}
-        super().before_node_run(node, catalog, others, is_async)
-
-    @hook_impl
-    def after_pipeline_run(self, run_params, pipeline, catalog):
-        try:
-            super().after_pipeline_run(run_params, pipeline, catalog)
-        except store_errors() as error:  # the run itself succeeded
-            self._tracking_off(error, self.mlflow_config.server.mlflow_tracking_uri)
-            switch_catalog_logging(catalog, True)
-
-    @hook_impl
-    def on_pipeline_error(self, error, run_params, pipeline, catalog):
-        import mlflow
-
-        if self._is_mlflow_enabled and mlflow.active_run() is None:
-            return  # already ended (an interrupted run ends KILLED in hooks.RunReportHooks)
-        try:
-            super().on_pipeline_error(error, run_params, pipeline, catalog)
-        except store_errors() as store_error:  # the run's own error is the one to raise
-            self._tracking_off(store_error, self.mlflow_config.server.mlflow_tracking_uri)
-
-    @hook_impl
-    def after_dataset_saved(self, dataset_name, data, node):
-        figure, _, output = dataset_name.rpartition(".")
-        if output not in TRACKED_OUTPUTS or not figure or self._catalog is None:
+        if self._process is None:
             return
-        import mlflow
+        names = run_params.get("pipeline_names") or [run_params.get("pipeline_name") or "__default__"]
+        tracking = self._config.get("tracking") or {}
+        disabled = (tracking.get("disable_tracking") or {}).get("pipelines") or []
+        if all(name in disabled for name in names):
+            log.info("MLflow tracking is off for the pipelines %s (disable_tracking in mlflow.yml)", ", ".join(names))
+            tracking_process.untracked_because = "disable_tracking"
+            self._finish(None)
+            return
+        env = run_env(run_params)
+        run_name = (tracking.get("run") or {}).get("name") or f"{'+'.join(names)} ({env})"
+        self._process.send("start", run_name=run_name, tags=run_tags(run_params, names, env),
+                           params=run_parameters(pipeline, catalog))
+        tracking_process.current = self._process
 
-        if mlflow.active_run() is None:
+    @hook_impl
+    def before_node_run(self):
+        if self._process is not None:
+            self._process.poll()  # a store that failed is said as soon as it is known
+
+    @hook_impl
+    def after_pipeline_run(self):
+        self._finish("FINISHED")
+
+    @hook_impl
+    def on_pipeline_error(self):
+        self._finish("FAILED")  # nothing left to end after an interruption (ended KILLED)
+
+    @hook_impl
+    def after_dataset_saved(self, dataset_name):
+        figure, _, output = dataset_name.rpartition(".")
+        if output not in TRACKED_OUTPUTS or not figure or self._catalog is None or tracking_process.current is None:
             return
         path = saved_path(self._catalog.get(dataset_name))
         if path is not None and Path(str(path)).is_file():
-            try:
-                mlflow.log_artifact(str(path), artifact_path=figure)
-            except store_errors() as error:
-                self._tracking_off(error, self.mlflow_config.server.mlflow_tracking_uri)
+            tracking_process.log_artifact(path, artifact_path=figure)

@@ -38,3 +38,20 @@ def test_a_kedro_command_prints_no_third_party_warning(project_copy):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "__default__" in result.stdout
     assert "Warning" not in result.stderr and "type hints" not in result.stderr, result.stderr[-2000:]
+
+
+def test_the_kedro_command_imports_mlflow_only_for_the_mlflow_commands(project_copy):
+    """Kedro loads every plugin's commands when `kedro` starts; kedro-mlflow's would import MLflow
+    (seconds) before `kedro run` reads its configuration. They load when called."""
+    env = {**os.environ, "KEDRO_DISABLE_TELEMETRY": "true"}
+    loaded = subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; "
+                             "from kedro.framework.cli.cli import KedroCLI; cli = KedroCLI(Path.cwd()); "
+                             "import click; print(sorted(cli.list_commands(click.Context(cli)))); print('mlflow' in sys.modules)"],
+                            cwd=project_copy, capture_output=True, text=True, timeout=300, env=env)
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    commands, mlflow_imported = loaded.stdout.splitlines()[-2:]
+    assert "'mlflow'" in commands and "'run'" in commands and mlflow_imported == "False"
+    result = subprocess.run([KEDRO, "mlflow", "--help"], cwd=project_copy, capture_output=True, text=True,
+                            timeout=300, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "ui" in result.stdout and "init" in result.stdout

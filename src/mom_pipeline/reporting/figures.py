@@ -76,6 +76,7 @@ BOX_METRICS = {
         "mean_relative_loss", r"relative loss $c^\top(\hat{x} - x^*)\,/\,\|c\|_2$" "\n(per-trial mean)",
         "relative loss (per-trial mean)<br>cᵀ(x̂ − x*) / ‖c‖₂"),
 }
+BOX_METRICS[("multi_knapsack", "relative_loss")] = BOX_METRICS[("knapsack", "relative_loss")]
 
 
 def box_metric(problem: str, metric: str = "relative_loss") -> BoxMetric:

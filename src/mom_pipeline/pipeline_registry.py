@@ -57,8 +57,8 @@ def register_pipelines() -> dict[str, Pipeline]:
             (figure_pipeline(f"dfl_benchmark.{cell}") for cell in dfl_benchmark.problem_cells(problem)),
             dfl_benchmark.create_pipeline(problem))
     pipelines["dfl_benchmark"] = sum((pipelines[f"dfl_benchmark_{p}"] for p in dfl_benchmark.PROBLEMS), Pipeline([]))
-    # The knapsack at T = 100 alone: every method at T = 1000 takes about 17 CPU-minutes per
-    # trial and degree there, too much for a small shared machine.
+    # The knapsack at T = 100 alone: all methods together train for about 20 min per trial and
+    # degree at T = 1000 there, too much for a small shared machine.
     pipelines["dfl_benchmark_knapsack_small"] = sum(
         (figure_pipeline(f"dfl_benchmark.{cell}") for cell in dfl_benchmark.problem_cells("knapsack", ("n100",))),
         dfl_benchmark.create_pipeline("knapsack", ("n100",)))

@@ -25,7 +25,7 @@ import pandas as pd
 
 from .checks import finite_samples
 
-PROBLEMS = ("shortest_path", "knapsack")
+PROBLEMS = ("shortest_path", "knapsack", "multi_knapsack")
 
 #: Relative tolerance of the exactness flags (see `per_sample_metrics`).
 EXACT_RTOL = 1e-9
@@ -54,7 +54,7 @@ def sample_metric_columns(C, X_hat, X_star, problem: str, C_hat=None) -> dict[st
 
     Args:
         C: (T, n) true costs; X_hat: (T, n) decisions (LP solutions for the predicted costs);
-        X_star: (T, n) optimal solutions for C; problem: "shortest_path" or "knapsack";
+        X_star: (T, n) optimal solutions for C; problem: one of PROBLEMS (the knapsacks share their relative loss);
         C_hat: optional (T, n) predicted costs.
 
     Returns:

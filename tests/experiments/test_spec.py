@@ -32,6 +32,8 @@ def test_seeds_are_per_cell_and_stable():
     ({"mode": "online", "plot": {"regret": "normalized"}}, "plot.regret"),
     ({"mode": "online", "methods": {"P": {"estimator": "Perceptron", "params": {"update_rule": "parallel"}}}},
      "params.update_rule = 'parallel' is not a valid value"),
+    ({"mode": "online", "methods": {"O": {"estimator": "OnlineMOM", "params": {"look_ahead": "false"}}}},
+     "params.look_ahead = 'false' is not a valid value"),
 ])
 def test_bad_specs_are_named(change, message):
     with pytest.raises(SpecError, match=message):

@@ -15,8 +15,10 @@ from mom_pipeline.methods.baselines import (
     RandomForest,
     Ridge,
     SPOPlus,
+    slack_columns,
     spo_plus_loss,
 )
+from mom_pipeline.metrics import sample_metric_columns
 from mom_pipeline.methods.registry import METHODS
 from mom_pipeline.problems import generate_knapsack, generate_shortest_path
 
@@ -193,6 +195,50 @@ def test_spo_plus_learns_a_noiseless_linear_shortest_path():
     assert spo_loss < 0.005 and spo_loss < zero_loss / 10
     assert spo.loss_history_.shape == (400,)
     assert spo.loss_history_[-100:].mean() < spo.loss_history_[:10].mean()
+
+
+def test_slack_columns_are_found_only_when_every_row_has_one():
+    knapsack = generate_knapsack(3, 0, degree=1, seed=0).lp.A  # (x_1..x_10, s1, s2_1..s2_10)
+    np.testing.assert_array_equal(slack_columns(knapsack), np.arange(10, 21))
+    np.testing.assert_array_equal(slack_columns(np.stack([knapsack, 2 * knapsack])), np.arange(10, 21))
+    assert slack_columns(generate_shortest_path(3, 0, degree=1, seed=0).lp.A) is None  # arcs into the last node
+    moved = knapsack.copy()
+    moved[[0, 1], 11] = moved[[1, 0], 11]  # column 11 is a unit column of another row in this sample
+    assert slack_columns(np.stack([knapsack, moved])) is None
+
+
+def test_spo_plus_loss_is_invariant_along_the_rows_of_A(knapsack_generic):
+    """c_hat and c_hat + A'y decide alike and have the same SPO+ loss: costs on the slacks can be
+    moved onto the other columns, which is what `cost_columns="non_slack"` relies on."""
+    trial, _ = knapsack_generic
+    C = trial.train.C
+    X_star = trial.lp.solve(C).x
+    rng = np.random.default_rng(2)
+    C_hat = rng.standard_normal(C.shape)
+    shifted = C_hat + rng.standard_normal((len(C), trial.lp.m)) @ trial.lp.A
+    np.testing.assert_allclose(spo_plus_loss(shifted, C, X_star, trial.lp)[0], spo_plus_loss(C_hat, C, X_star, trial.lp)[0],
+                               atol=1e-8)
+
+
+def test_spo_plus_learns_a_noiseless_linear_knapsack_almost_exactly():
+    """Figure 6 at degree 1 in small: integer prices make the budget slack thousands, and SGD on
+    every column (cost_columns="all") stays far from the optimal decisions; on the items alone it
+    is almost exact, as least squares is."""
+    trial = generate_knapsack(200, 200, degree=1, feature_low=-1.0, seed=6)
+    Z, C, lp = trial.train.Z, trial.train.C, trial.lp
+    X_star = lp.solve(C).x
+
+    def test_loss(model):
+        X_hat = model.decide(trial.test.Z, lp).x
+        return sample_metric_columns(trial.test.C, X_hat, lp.solve(trial.test.C).x, "knapsack")["relative_loss"].mean()
+
+    items_only, every_column = SPOPlus.fit_many([SPOPlus(lam=1e-6, step_size=0.1, n_steps=300),
+                                                 SPOPlus(lam=1e-6, step_size=0.1, n_steps=300, cost_columns="all")],
+                                                Z, X_star, lp=lp, C=C)
+    assert test_loss(OLS().fit(Z, C=C)) < 1e-9
+    assert test_loss(items_only) < 1e-4  # 4e-6 here
+    assert test_loss(every_column) > 0.05  # 0.33
+    assert not items_only.coef_[10:].any() and every_column.coef_[10:].any()
 
 
 def _count_oracle_calls(monkeypatch) -> list:

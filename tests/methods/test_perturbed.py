@@ -130,7 +130,7 @@ def test_aimle_adapts_alpha_from_zero():
 ])
 def test_noise_free_linear_decisions_are_recovered(model, bound):
     # c = Theta0 z exactly: measured normalized regret DPO 0.0012, I-MLE 0.0003, AI-MLE 0.0030,
-    # NID 0.0007, PG 0.0027, against 0.05 for a zero model (PG and AI-MLE need more epochs)
+    # NID 0.0007, PG 0.0023, against 0.05 for a zero model (PG and AI-MLE need more epochs)
     regret, zero_regret = noise_free_regrets(model)
     assert regret < bound < 0.02 < zero_regret
     assert model.loss_history_.shape == (model.n_steps_,) == (30 * 10,)

@@ -26,7 +26,13 @@ def _latest(folder: Path) -> Path:
 def test_dfl_benchmark_is_registered_outside_the_default_run():
     pipelines = register_pipelines()
     names = {n.name for n in pipelines["dfl_benchmark"].nodes}
-    assert {"dfl_benchmark.noise0.report_dfl", "dfl_benchmark.noise05_n5000.plan_training"} <= names
+    assert {"dfl_benchmark.noise0.report_dfl", "dfl_benchmark.noise05_n5000.plan_training",
+            "dfl_benchmark.knapsack_noise05.report_dfl", "dfl_benchmark.knapsack_noise0_n5000.plan_training"} <= names
+    # one problem at a time, and the knapsack at T = 100 alone (with its reports over that size)
+    assert {n.name for n in pipelines["dfl_benchmark_shortest_path"].nodes} | {
+        n.name for n in pipelines["dfl_benchmark_knapsack"].nodes} == names
+    small = {n.name for n in pipelines["dfl_benchmark_knapsack_small"].nodes}
+    assert "dfl_benchmark.knapsack_noise0.report_dfl" in small and not any("n1000" in name for name in small)
     assert not any(n.namespace and n.namespace.startswith("dfl_benchmark") for n in pipelines["__default__"].nodes)
 
 
@@ -36,7 +42,7 @@ def test_smoke_run_reports_every_method_size_and_degree(project_copy):
                             env={**os.environ, "KEDRO_DISABLE_TELEMETRY": "true", "MOM_PROGRESS": "0"})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     data = project_copy / "data"
-    for noise in ("noise0", "noise05"):
+    for noise in ("noise0", "noise05", "knapsack_noise0", "knapsack_noise05"):  # both problems
         report = data / "08_reporting" / f"dfl_benchmark.{noise}"
         table = pd.read_csv(_latest(report / "summary.csv"))
         assert list(dict.fromkeys(table["method"])) == METHODS
@@ -46,6 +52,7 @@ def test_smoke_run_reports_every_method_size_and_degree(project_copy):
         assert _latest(report / "figure.png").stat().st_size > 0
         markdown = _latest(report / "summary.md").read_text()
         assert "| MOM x* |" in markdown and "T=40, deg 4" in markdown
+        assert ("Knapsack 2 x 32" in markdown) == noise.startswith("knapsack")
     # The table's regret is the metric's normalized regret of the per-sample evaluation.
     cell = data / "07_model_output" / "dfl_benchmark.noise05_n1000"
     evaluation = pd.read_parquet(_latest(cell / "evaluation.parquet"))

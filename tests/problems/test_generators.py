@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mom_pipeline.problems import generate_knapsack, generate_shortest_path, generate_trial
+from mom_pipeline.problems import generate_knapsack, generate_multi_knapsack, generate_shortest_path, generate_trial
 
 
 def test_shortest_path_noiseless_costs_follow_the_formula():
@@ -75,3 +75,23 @@ def test_pyepo_costs_follow_the_benchmark_formula(formula):
     assert 0.5 <= ratio.min() < 0.52 and 1.48 < ratio.max() <= 1.5
     with pytest.raises(ValueError, match="cost_formula"):
         generate_shortest_path(5, 0, cost_formula="pyepo", eta_bar=0.5)
+
+
+def test_multi_knapsack_follows_pyepo_generator():
+    trial = generate_multi_knapsack(50, 20, degree=4, eps_bar=0.5, seed=7)
+    W = trial.lp.structure.weights
+    assert W.shape == (2, 32) and np.allclose(np.round(W * 100), W * 100, rtol=0, atol=1e-9) and W.min() >= 3 and W.max() <= 7.99
+    np.testing.assert_array_equal(trial.lp.structure.capacities, [20.0, 20.0])
+    X, C = trial.train.Z[:, :5], trial.train.C
+    np.testing.assert_array_equal(trial.train.Z[:, 5], 1.0)
+    values = -C[:, :32]
+    assert np.all(values == np.ceil(values)) and values.min() >= 1
+    assert (C[:, 32:] == 0).all() and C.shape == (50, 2 + 2 * 32)
+    # v = ceil(5 [(B x / sqrt 5 + 3)^4 + 1] / 3.5^4 * eps), eps in [0.5, 1.5]
+    signal = 5 * ((X @ trial.V.T / np.sqrt(5) + 3) ** 4 + 1) / 3.5**4
+    assert np.all(values >= np.ceil(0.5 * signal - 1e-9)) and np.all(values <= np.ceil(1.5 * signal + 1e-9))
+    noiseless = generate_multi_knapsack(50, 0, degree=2, seed=7)
+    signal = 5 * ((noiseless.train.Z[:, :5] @ noiseless.V.T / np.sqrt(5) + 3) ** 2 + 1) / 3.5**2
+    np.testing.assert_array_equal(-noiseless.train.C[:, :32], np.ceil(signal))
+    same = generate_multi_knapsack(50, 20, degree=4, eps_bar=0.5, seed=7)
+    np.testing.assert_array_equal(same.test.C, trial.test.C)

@@ -14,6 +14,7 @@ from .bases import (
 from .batch import LPBatch, as_lp_batch
 from .errors import BasisError, LPInputError, LPSolveError, SampleError
 from .highs import LPSolution, basis_matrices, solve_lp_batch
+from .multi_knapsack import MultiKnapsack
 from .oracles import FractionalKnapsack, GridShortestPath
 from .problem import StandardFormLP
 
@@ -26,6 +27,7 @@ __all__ = [
     "LPInputError",
     "LPSolution",
     "LPSolveError",
+    "MultiKnapsack",
     "SampleError",
     "StandardFormLP",
     "as_lp_batch",

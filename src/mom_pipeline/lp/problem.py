@@ -10,6 +10,7 @@ from .bases import basis_from_solution
 from .batch import ConstraintShape, as_lp_batch
 from .errors import LPInputError
 from .highs import LPSolution, solve_lp_batch
+from .multi_knapsack import MultiKnapsack
 from .oracles import FractionalKnapsack, GridShortestPath
 
 SOLVE_METHODS = ("auto", "oracle", "highs")
@@ -22,7 +23,7 @@ class StandardFormLP(ConstraintShape):
 
     A: np.ndarray
     b: np.ndarray
-    structure: GridShortestPath | FractionalKnapsack | None = field(default=None)
+    structure: GridShortestPath | FractionalKnapsack | MultiKnapsack | None = field(default=None)
 
     def __post_init__(self):
         batch = as_lp_batch(self.A, self.b, check_rank=True)
@@ -30,7 +31,7 @@ class StandardFormLP(ConstraintShape):
         object.__setattr__(self, "b", batch.b)
 
     @classmethod
-    def from_structure(cls, structure: GridShortestPath | FractionalKnapsack) -> "StandardFormLP":
+    def from_structure(cls, structure: GridShortestPath | FractionalKnapsack | MultiKnapsack) -> "StandardFormLP":
         A, b = structure.constraints()
         return cls(A=A, b=b, structure=structure)
 

@@ -26,8 +26,8 @@ from sklearn.linear_model import LinearRegression
 from sklearn.linear_model import Ridge as SkRidge
 
 from ..lp import StandardFormLP
-from .base import (NON_NEGATIVE, POSITIVE, POSITIVE_INT, CostModel, LinearCostModel, NotFittedError, check_features,
-                   check_samples, estimator_hyperparameters, resolve_lp)
+from .base import (NON_NEGATIVE, POSITIVE, POSITIVE_INT, CostModel, LinearCostModel, NotFittedError, StrOptions,
+                   check_features, check_samples, estimator_hyperparameters, resolve_lp)
 from .kernels import KERNEL_CONSTRAINTS
 
 KERNELS = ("poly", "rbf")
@@ -207,6 +207,37 @@ class KernelRidgeCost(_RegressionBaseline):
 # ----------------------------------------------------------------------------- SPO+
 
 
+SPO_COST_COLUMNS = ("non_slack", "all")
+
+
+def slack_columns(A) -> np.ndarray | None:
+    """(m,) column indices S with A[:, S] diagonal (one column with a single nonzero entry per row:
+    the slacks of an inequality form), the same in every sample; None when some row has none.
+
+    Any cost c decides as c - A'y with y = A_S^{-T} c_S, whose entries on S are 0 (for every
+    feasible x the two objectives differ by the constant y'b): costs on the other columns alone
+    lose no decision."""
+    A = np.asarray(A, dtype=float)
+    stack = A[None] if A.ndim == 2 else A
+    nonzero = stack != 0
+    single = (nonzero.sum(axis=1) == 1).all(axis=0)  # (n,) one nonzero entry, in every sample
+    row_of = nonzero[0].argmax(axis=0)  # that entry's row
+    same_row = (nonzero.argmax(axis=1) == row_of).all(axis=0)
+    chosen = np.full(stack.shape[1], -1)
+    for j in np.flatnonzero(single & same_row)[::-1]:  # the first such column of each row
+        chosen[row_of[j]] = j
+    return None if (chosen < 0).any() else chosen
+
+
+def learned_cost_columns(lp: StandardFormLP, cost_columns: str) -> np.ndarray:
+    """(n,) bool: the columns whose costs SPO+ learns (`SPOPlus.cost_columns`)."""
+    learned = np.ones(lp.n, dtype=bool)
+    slacks = slack_columns(lp.A) if cost_columns == "non_slack" else None
+    if slacks is not None:
+        learned[slacks] = False
+    return learned
+
+
 def spo_plus_loss(C_hat, C, X_star, lp: StandardFormLP) -> tuple[np.ndarray, np.ndarray]:
     """SPO+ losses and subgradients with respect to c_hat, for a batch of samples.
 
@@ -242,6 +273,17 @@ class SPOPlus(LinearCostModel):
     x_tilde_t solves the LP with 2 c_hat_t - c_t; the B oracle calls of a step are ONE
     batched `lp.solve`. X* is taken from the argument when given, else solved once from C.
 
+    Cost columns: with ``cost_columns="non_slack"`` (default) Theta is 0 on the LP's slack
+    columns (`slack_columns`: one column per row with a single nonzero entry) and learned on the
+    others. This loses no decision (any cost has an equivalent one that is 0 on the slacks) and
+    no SPO+ loss (the loss is invariant under c_hat + A'y), but it fixes the conditioning: the
+    subgradient 2 (x* - x_tilde) carries the slacks' values, and the knapsack's budget slack (up
+    to the budget, thousands with integer prices) dwarfs the items' (at most 1) while its cost
+    acts on every item through the prices. SGD on every column of figure 6's knapsack ended
+    0.03-0.4 from the optimal decisions where the items alone are learned almost exactly
+    (docs/decisions/024-spo-plus-slack-costs.md). An LP without a full set of slacks (the
+    shortest path) learns every column either way; ``"all"`` always does.
+
     Sampling: with ``n_epochs=None`` (default) each of the ``n_steps`` steps draws a batch
     of ``batch_size`` distinct samples uniformly; with ``n_epochs`` set, ``n_steps`` is
     ignored and the samples are visited in ``n_epochs`` reshuffled passes of consecutive
@@ -257,7 +299,8 @@ class SPOPlus(LinearCostModel):
     # n_steps counts when n_epochs is None; both must be positive counts.
     _parameter_constraints: ClassVar[dict] = {"lam": [NON_NEGATIVE], "step_size": [POSITIVE],
                                               "batch_size": [POSITIVE_INT], "n_steps": [POSITIVE_INT],
-                                              "n_epochs": [None, POSITIVE_INT]}
+                                              "n_epochs": [None, POSITIVE_INT],
+                                              "cost_columns": [StrOptions(set(SPO_COST_COLUMNS))]}
 
     lam: float = 1e-3
     step_size: float = 0.1
@@ -265,6 +308,7 @@ class SPOPlus(LinearCostModel):
     n_steps: int = 2000
     n_epochs: int | None = None
     random_state: int = 0
+    cost_columns: str = "non_slack"
 
     def _batches(self, n_samples: int, rng: np.random.Generator):
         """Index arrays of the mini-batches in step order."""
@@ -317,7 +361,7 @@ def _fit_spo_plus(models: list[SPOPlus], Z, X_star, lp: StandardFormLP, C) -> No
     groups: dict[tuple, list] = {}
     for model in models:
         key = (int(model.batch_size), None if model.n_epochs is None else int(model.n_epochs),
-               int(model.n_steps), repr(model.random_state))
+               int(model.n_steps), repr(model.random_state), model.cost_columns)
         groups.setdefault(key, []).append(model)
     for group in groups.values():
         _spo_plus_lockstep(group, Z, C, X_star, lp, n_oracle_calls)
@@ -342,6 +386,8 @@ def _spo_plus_lockstep(models: list[SPOPlus], Z, C, X_star, lp: StandardFormLP, 
     lams = np.array([float(m.lam) for m in models])[:, None, None]
     step_sizes = np.array([float(m.step_size) for m in models])[:, None, None]
     rng = np.random.default_rng(models[0].random_state)
+    fixed_columns = ~learned_cost_columns(lp, models[0].cost_columns)  # Theta stays 0 there
+    fixed_columns = fixed_columns if fixed_columns.any() else None
     thetas = np.zeros((k, lp.n, d))
     alive = np.ones(k, dtype=bool)
     diverged_at = np.full(k, -1)
@@ -371,6 +417,8 @@ def _spo_plus_lockstep(models: list[SPOPlus], Z, C, X_star, lp: StandardFormLP, 
                 loss, grad_c = _spo_plus_terms(C_tilde.reshape(live.size * B, lp.n), X_batch, stacked_lp)
                 step_loss[live] = loss.reshape(live.size, B).mean(axis=1)
                 grad_c = grad_c.reshape(live.size, B, lp.n)
+                if fixed_columns is not None:
+                    grad_c[:, :, fixed_columns] = 0.0
                 # (live, n, d) batch subgradients: one small matrix product per model.
                 grad = np.matmul(grad_c.transpose(0, 2, 1), Z_batch) / B + lams[chosen] * thetas[chosen]
                 thetas[chosen] -= step_sizes[chosen] / math.sqrt(step + 1) * grad

@@ -231,7 +231,8 @@ class OnlineMOM(_OnlinePass):
     """
 
     _parameter_constraints: ClassVar[dict] = {"step_size": [POSITIVE], "radius": [None, POSITIVE],
-                                              "step_schedule": [StrOptions(set(STEP_SCHEDULES))]}
+                                              "step_schedule": [StrOptions(set(STEP_SCHEDULES))],
+                                              "look_ahead": ["boolean"]}
 
     step_size: float = 0.1
     radius: float | None = None

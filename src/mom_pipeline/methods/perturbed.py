@@ -43,6 +43,7 @@ phi(w) = min_x w'x, x* the optimal solution of the true costs c and z* = c'x*:
   ``sigma``: PGB (backward, the default)  [phi(c_hat) - phi(c_hat - sigma c)] / sigma,  PGC
   (``two_sides``, central)  [phi(c_hat + sigma c) - phi(c_hat - sigma c)] / (2 sigma); their
   exact gradients are the same differences of the solutions (`dfl.value_difference_loss`).
+  Theta starts from a seeded linear-layer draw (see `PG`).
 
 Every model of a lockstep grid shares its group's draws (batches and noise), so it ends
 exactly where its own `fit` would.
@@ -269,6 +270,11 @@ class PG(_DecisionFocusedModel):
                                               "sigma": [POSITIVE], "two_sides": ["boolean"]}
     sigma: float = 0.1
     two_sides: bool = False
+
+    # From Theta = 0 a problem whose zero-cost decision is also optimal for -c (the knapsack:
+    # take nothing) has x(c_hat) = x(c_hat - sigma c) and a zero gradient for good; PyEPO's
+    # models start from a linear layer's draw, and so does PG here.
+    _initial_coefs = staticmethod(linear_layer_start)
 
     def _group_key(self) -> tuple:
         return super()._group_key() + (bool(self.two_sides),)

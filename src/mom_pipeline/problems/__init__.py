@@ -2,13 +2,15 @@
 
 from .common import Samples, Trial, as_generator
 from .knapsack import generate_knapsack, knapsack_costs, knapsack_instance
+from .pyepo_knapsack import generate_multi_knapsack
 from .shortest_path import generate_shortest_path, shortest_path_costs
 
-GENERATORS = {"shortest_path": generate_shortest_path, "knapsack": generate_knapsack}
+GENERATORS = {"shortest_path": generate_shortest_path, "knapsack": generate_knapsack,
+              "multi_knapsack": generate_multi_knapsack}
 
 
 def generate_trial(problem: str, **kwargs) -> Trial:
-    """Dispatch to the generator of `problem` ("shortest_path" or "knapsack")."""
+    """Dispatch to the generator of `problem` (a key of GENERATORS)."""
     if problem not in GENERATORS:
         raise ValueError(f"unknown problem {problem!r}; choose one of {sorted(GENERATORS)}")
     return GENERATORS[problem](**kwargs)
@@ -20,6 +22,7 @@ __all__ = [
     "Trial",
     "as_generator",
     "generate_knapsack",
+    "generate_multi_knapsack",
     "generate_shortest_path",
     "generate_trial",
     "knapsack_costs",

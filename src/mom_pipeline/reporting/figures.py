@@ -76,6 +76,7 @@ BOX_METRICS = {
         "mean_relative_loss", r"relative loss $c^\top(\hat{x} - x^*)\,/\,\|c\|_2$" "\n(per-trial mean)",
         "relative loss (per-trial mean)<br>cᵀ(x̂ − x*) / ‖c‖₂"),
 }
+BOX_METRICS[("multi_knapsack", "relative_loss")] = BOX_METRICS[("knapsack", "relative_loss")]
 
 
 def box_metric(problem: str, metric: str = "relative_loss") -> BoxMetric:
@@ -283,11 +284,19 @@ def excluded_note(online: pd.DataFrame, column: str, exclude: tuple) -> str:
             "The right panel and summary.csv include it")
 
 
+def look_ahead_note(labels) -> str:
+    """The caption note for methods run in the released notebook's look-ahead order ('' for none)."""
+    if not labels:
+        return ""
+    return (f"{', '.join(labels)} in the released notebook's look-ahead order (look_ahead: its update from step t "
+            "comes before step t's decision, which so sees its own answer; not an online algorithm)")
+
+
 def regret_curve_figure(online: pd.DataFrame, title: str, axis: BoxMetric = REGRET_AXES["raw"],
-                        exclude: tuple = ()):
+                        exclude: tuple = (), notes: tuple[str, ...] = ()):
     """Mean cumulative regret over trials (`axis`: which regret, `regret_axis`) with 95% confidence
     bands; plus Theta norms. The caption says which regret it shows, which methods the regret
-    panel leaves out, and why."""
+    panel leaves out, and why, then `notes` (how a method was run, e.g. `look_ahead_note`)."""
     width = 11
     fig, (ax, ax_norm) = plt.subplots(1, 2, figsize=(width, 4.2))
     shown = online[~online["method"].isin(exclude)]
@@ -307,7 +316,7 @@ def regret_curve_figure(online: pd.DataFrame, title: str, axis: BoxMetric = REGR
     ax_norm.grid(alpha=0.3)
     fig.suptitle(title)
     parts = [f"bands: 95% confidence interval of the mean over {trial_count(online['trial'].nunique())}", axis.note,
-             excluded_note(online, axis.column, exclude)]
+             excluded_note(online, axis.column, exclude), *notes]
     fig.tight_layout(rect=(0, add_caption(fig, "; ".join(p for p in parts if p), width), 1, 1))
     return fig
 

@@ -56,3 +56,22 @@ def test_online_trial_is_deterministic_and_reports_both_regrets():
                                last.loc[summary["method"], "cumulative_regret"])
     assert figure.axes[0].get_ylabel().startswith("cumulative regret")
     assert plotly_figure.layout.yaxis.title.text.startswith("cumulative regret")
+
+
+def test_a_look_ahead_run_says_so_on_the_figure_and_in_the_summary():
+    params = {**_fig5("smoke"), "trials": 1, "fixed": {**_fig5("smoke")["fixed"], "n_train": 20}}
+    spec = ExperimentSpec(**params)
+    data = generate_experiment(spec)
+    steps = run_online_trial(spec, data[0], solve_experiment(data, spec.basis_mode)[0])
+
+    def caption_and_markdown(experiment):
+        _, markdown, figure, _ = report_online(steps, experiment)
+        return " ".join(t.get_text() for t in figure.texts).replace("\n", " "), markdown
+
+    caption, markdown = caption_and_markdown(params)
+    assert "look-ahead" not in caption and "look-ahead" not in markdown
+    methods = {**params["methods"], "MOM-OGD": {**params["methods"]["MOM-OGD"],
+                                                "params": {**params["methods"]["MOM-OGD"]["params"], "look_ahead": True}}}
+    caption, markdown = caption_and_markdown({**params, "methods": methods})
+    assert "MOM-OGD in the released notebook's look-ahead order" in caption
+    assert "MOM-OGD in the released notebook's look-ahead order" in markdown

@@ -26,9 +26,9 @@ from mom_pipeline.experiments.progress import progress
 from mom_pipeline.experiments.storage import StoredTrial, TrainingPlan
 from mom_pipeline.experiments.train import (hyperparameter_rows, log_failed_cell_summary, log_failed_cells,
                                            train_for_storage, with_reused)
-from mom_pipeline.reporting import (box_metric, boxplot_figure, boxplot_plotly, online_markdown, online_summary,
-                                    regret_axis, regret_curve_figure, regret_curve_plotly, summary_markdown, summary_table,
-                                    trial_count)
+from mom_pipeline.reporting import (box_metric, boxplot_figure, boxplot_plotly, look_ahead_note, online_markdown,
+                                    online_summary, regret_axis, regret_curve_figure, regret_curve_plotly, summary_markdown,
+                                    summary_table, trial_count)
 
 log = logging.getLogger(__name__)
 
@@ -204,9 +204,10 @@ def report_online(online_steps: pd.DataFrame, experiment: ExperimentSpec):
     summary = online_summary(online_steps)
     exclude = spec.curves_exclude
     title = f"Figure {spec.figure}: online {spec.problem.replace('_', ' ')}, {trial_count(spec.trials)}"
-    markdown = online_markdown(summary, title, exclude)
+    note = look_ahead_note([c.label for c in spec.method_configs() if c.params.get("look_ahead")])
+    markdown = online_markdown(summary, title, exclude) + (f"\n{note[0].upper()}{note[1:]}.\n" if note else "")
     axis = regret_axis(spec.problem, spec.plot.regret)
-    figure = regret_curve_figure(online_steps, title, axis, exclude=exclude)
+    figure = regret_curve_figure(online_steps, title, axis, exclude=exclude, notes=(note,))
     plotly_figure = regret_curve_plotly(online_steps, title, axis)
     plt.close(figure)
     return summary, markdown, figure, plotly_figure

@@ -125,14 +125,6 @@ def run_env(run_params: dict) -> str:
     return run_params.get("env") or DEFAULT_RUN_ENV
 
 
-def hide_empty_default_experiment(client) -> None:
-    """MLflow creates an experiment `Default` (id 0) in every new database; the project logs into
-    its own, so an empty `Default` is marked deleted (the UI then lists one experiment)."""
-    default = client.get_experiment("0")
-    if default.lifecycle_stage == "active" and not client.search_runs(["0"], max_results=1, run_view_type=3):
-        client.delete_experiment("0")
-
-
 def _runner_name(runner) -> str:
     """The runner's class name: Kedro hands it over as an object's repr ("<kedro.runner....
     SequentialRunner object at 0x..>"), or "None" for a session's default runner."""
@@ -140,21 +132,6 @@ def _runner_name(runner) -> str:
     if text in ("None", ""):
         return "SequentialRunner"
     return text.split()[0].rsplit(".", 1)[-1] if text.startswith("<") else text
-
-
-def store_errors() -> tuple:
-    """The exceptions by which MLflow says its store cannot be used (SQLAlchemy's and sqlite's
-    for a database, MLflow's own for a server, OSError for a full or read-only disk)."""
-    import sqlite3
-
-    from mlflow.exceptions import MlflowException
-
-    errors = (MlflowException, sqlite3.Error, OSError)
-    try:
-        from sqlalchemy.exc import SQLAlchemyError
-    except ImportError:
-        return errors
-    return (*errors, SQLAlchemyError)
 
 
 def store_remedy(uri: str) -> str:
@@ -222,6 +199,20 @@ def _register_plugin_resolver() -> None:
         OmegaConf.register_new_resolver("km.random_name", random_name, use_cache=True)
 
 
+def set_plugin_config(context, config: dict) -> None:
+    """kedro-mlflow's configuration object as `context.mlflow`, as the plugin's hook sets it, where
+    MLflow is imported already (building it imports MLflow): the plugin's commands read it
+    (`kedro mlflow ui` opens the store it names), and so may a notebook that uses MLflow."""
+    if "mlflow" not in sys.modules:
+        return
+    from kedro_mlflow.config.kedro_mlflow_config import KedroMlflowConfig, _validate_uri
+
+    plugin_config = KedroMlflowConfig.model_validate(config)
+    uri = plugin_config.server.mlflow_tracking_uri or os.environ.get("MLFLOW_TRACKING_URI", "mlruns")
+    plugin_config.server.mlflow_tracking_uri = _validate_uri(project_path=context.project_path, uri=uri)
+    context.__setattr__("mlflow", plugin_config)  # KedroContext is frozen: as the plugin does
+
+
 class TrackingHooks:
     """One MLflow run per `kedro run`, recorded by the run's tracking process (module docstring).
     One instance serves every session of the process (settings.HOOKS): each starts afresh."""
@@ -262,6 +253,7 @@ class TrackingHooks:
         self._store_failure = None
         tracking_process.untracked_because = None
         self._config = mlflow_config(context)
+        set_plugin_config(context, self._config)
         server = self._config.get("server") or {}
         credentials = {}
         if server.get("credentials"):

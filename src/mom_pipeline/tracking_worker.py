@@ -34,6 +34,29 @@ from pathlib import Path
 PARAMS_PER_BATCH = 100
 
 
+def hide_empty_default_experiment(client) -> None:
+    """MLflow creates an experiment `Default` (id 0) in every new database; the project logs into
+    its own, so an empty `Default` is marked deleted (the UI then lists one experiment)."""
+    default = client.get_experiment("0")
+    if default.lifecycle_stage == "active" and not client.search_runs(["0"], max_results=1, run_view_type=3):
+        client.delete_experiment("0")
+
+
+def store_errors() -> tuple:
+    """The exceptions by which MLflow says its store cannot be used (SQLAlchemy's and sqlite's
+    for a database, MLflow's own for a server, OSError for a full or read-only disk)."""
+    import sqlite3
+
+    from mlflow.exceptions import MlflowException
+
+    errors = (MlflowException, sqlite3.Error, OSError)
+    try:
+        from sqlalchemy.exc import SQLAlchemyError
+    except ImportError:
+        return errors
+    return (*errors, SQLAlchemyError)
+
+
 class _Context:
     """What kedro-mlflow's `KedroMlflowConfig.setup` reads of a KedroContext."""
 
@@ -58,8 +81,6 @@ class RunTracker:
 
     def setup(self, config: dict, project_path: str, credentials: dict | None = None, hide_default: bool = False):
         from kedro_mlflow.config.kedro_mlflow_config import KedroMlflowConfig
-
-        from mom_pipeline.tracking import hide_empty_default_experiment
 
         self.project_path = project_path
         self.config = KedroMlflowConfig.model_validate(config)
@@ -117,8 +138,6 @@ class RunTracker:
         if self.off:
             return
         self.off = True
-        from mom_pipeline.tracking import store_errors
-
         store = isinstance(error, store_errors())
         if not store:
             traceback.print_exception(error, file=sys.stderr)
@@ -145,6 +164,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.nice(5)  # on a busy machine the run's own nodes come first; the tracking waits its turn
     logging.basicConfig(level=logging.WARNING, format="tracking process: %(levelname)s %(name)s: %(message)s")
+    import kedro.framework.project  # noqa: F401 - Kedro's logging set-up (tracking_logging.yml) before MLflow's
     replies = open(int(sys.argv[-1]), "w")  # noqa: SIM115 - open until the process ends
 
     def reply(event: dict) -> None:
@@ -152,6 +172,7 @@ def main() -> int:
         replies.flush()
 
     tracker = RunTracker(reply)
+    ended = False
     for message in _messages(sys.stdin):
         op = message.pop("op")
         if not tracker.off:
@@ -160,13 +181,18 @@ def main() -> int:
             except Exception as error:  # noqa: BLE001 - tracking stops; the run goes on
                 tracker.fail(error)
         if op == "end":
-            return 0
-    if not tracker.off:  # the run's process is gone without saying how its run ended
+            ended = True
+            break
+    if not ended and not tracker.off:  # the run's process is gone without saying how its run ended
         try:
             tracker.end("KILLED")
         except Exception:  # noqa: BLE001 - nothing to tell: that process is gone
             pass
-    return 0
+    # Everything is recorded (MLflow's calls here are synchronous): the interpreter's own shutdown,
+    # 2-3 s of tearing down MLflow's modules on a loaded machine, would only keep the run waiting.
+    for stream in (replies, sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from mom_pipeline.tracking import local_tracking_uri
+
 KEDRO = str(Path(sys.executable).parent / "kedro")
 
 
@@ -55,3 +57,16 @@ def test_the_kedro_command_imports_mlflow_only_for_the_mlflow_commands(project_c
                             timeout=300, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "ui" in result.stdout and "init" in result.stdout
+
+
+def test_the_plugin_commands_find_the_projects_store(project_copy):
+    """`kedro mlflow ui` reads the plugin's configuration from the context (`context.mlflow`)."""
+    result = subprocess.run([sys.executable, "-c", "import kedro_mlflow.framework.cli.cli; from pathlib import Path; "
+                             "from kedro.framework.session import KedroSession; "
+                             "from kedro.framework.startup import bootstrap_project; bootstrap_project(Path.cwd()); "
+                             "session = KedroSession.create(project_path=Path.cwd()); "
+                             "print(session.load_context().mlflow.server.mlflow_tracking_uri); session.close()"],
+                            cwd=project_copy, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "KEDRO_DISABLE_TELEMETRY": "true"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines()[-1] == local_tracking_uri(project_copy)

@@ -9,9 +9,9 @@ from finite_differences import central_differences
 from scipy.stats import norm
 
 from mom_pipeline.lp import GridShortestPath, StandardFormLP, solve_lp_batch
-from mom_pipeline.methods import AIMLE, DPO, IMLE, NID, PG
+from mom_pipeline.methods import AIMLE, DPO, IMLE, NID, PG, perturbed
 from mom_pipeline.methods.perturbed import dpo_loss, imle_loss, nid_loss, pg_loss, sum_of_gamma_noise
-from mom_pipeline.problems import generate_knapsack, generate_shortest_path
+from mom_pipeline.problems import generate_knapsack, generate_multi_knapsack, generate_shortest_path
 
 
 @pytest.fixture(scope="module")
@@ -188,3 +188,26 @@ def test_dpo_never_reads_costs_and_bad_inputs_are_named(path_trial):
     bad[4, 2] = np.nan
     with pytest.raises(ValueError, match="sample 4"):
         NID().fit(Z, lp=lp, C=bad)
+
+
+def test_perturbed_methods_leave_the_knapsack_slacks_alone(monkeypatch):
+    # PyEPO perturbs the decision variables' costs only: on the knapsack's standard form the
+    # perturbed methods keep Theta at 0 on the 34 slack columns and draw no noise there
+    trial = generate_multi_knapsack(40, 0, degree=2, seed=4)
+    lp, Z, C = trial.lp, trial.train.Z, trial.train.C
+    X_star = lp.solve(C).x
+    seen = []
+    original = perturbed.perturbed_solutions
+    monkeypatch.setattr(perturbed, "perturbed_solutions",
+                        lambda C_hat, lp, noise, sigma, shift=None: seen.append(noise) or original(
+                            C_hat, lp, noise, sigma, shift))
+    for cls in (DPO, IMLE, AIMLE):
+        model = cls(n_epochs=1, batch_size=20).fit(Z, X_star, lp=lp, C=C)
+        assert not model.learned_columns_[32:].any() and model.learned_columns_[:32].all()
+        assert (model.coef_[32:] == 0).all() and (model.coef_[:32] != 0).any()
+    assert seen and all((noise[..., 32:] == 0).all() and (noise[..., :32] != 0).all() for noise in seen)
+    everything = DPO(n_epochs=1, batch_size=20, cost_columns="all").fit(Z, X_star, lp=lp)
+    assert (everything.coef_[32:] != 0).any()
+    # the shortest path has no full set of slacks: every column is learned
+    path = generate_shortest_path(12, 0, degree=2, seed=5)
+    assert DPO(n_epochs=1).fit(path.train.Z, path.lp.solve(path.train.C).x, lp=path.lp).learned_columns_.all()

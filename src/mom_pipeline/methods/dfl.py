@@ -15,6 +15,13 @@ by mini-batch Adam on a surrogate whose gradient with respect to c_hat needs onl
   interpolated loss  f(c_hat) = [phi(c_hat + lam_interp c) - phi(c_hat)] / lam_interp  with
   phi(w) = min_x w'x, which tends to c'x(c_hat) as lam_interp -> 0.
 
+On an LP with a full set of slack columns (the knapsacks) the methods that perturb c_hat with
+noise (PFYL, and DPO, I-MLE and AI-MLE of `perturbed`) keep Theta at 0 on the slacks and add
+no noise there (``cost_columns="non_slack"``, their default, as SPO+'s; `baselines.slack_columns`):
+PyEPO perturbs the costs of the decision variables only, and noise on a slack cost reaches
+every item through the constraints. The others learn every column (``"all"``). The shortest
+path has no such columns and learns every one either way.
+
 Both start from Theta = 0, visit the samples in ``n_epochs`` reshuffled passes of
 ``batch_size`` consecutive samples, average the batch gradient, add lam * Theta (L2), and
 take Adam steps of size ``step_size`` (as PyEPO's reference experiments train them).
@@ -28,8 +35,9 @@ import numpy as np
 
 from ..blas_threads import one_blas_thread
 from ..lp import StandardFormLP
-from .base import (NON_NEGATIVE, POSITIVE, POSITIVE_INT, LinearCostModel, check_features, check_samples,
-                   estimator_hyperparameters, resolve_lp)
+from .base import (NON_NEGATIVE, POSITIVE, POSITIVE_INT, LinearCostModel, StrOptions, check_features,
+                   check_samples, estimator_hyperparameters, resolve_lp)
+from .baselines import SPO_COST_COLUMNS, learned_cost_columns
 
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
@@ -114,12 +122,17 @@ class _DecisionFocusedModel(LinearCostModel):
 
     needs_costs: ClassVar[bool] = True
     _parameter_constraints: ClassVar[dict] = {"step_size": [POSITIVE], "lam": [NON_NEGATIVE],
-                                              "batch_size": [POSITIVE_INT], "n_epochs": [POSITIVE_INT]}
+                                              "batch_size": [POSITIVE_INT], "n_epochs": [POSITIVE_INT],
+                                              "cost_columns": [StrOptions(set(SPO_COST_COLUMNS))]}
     step_size: float = 0.01
     lam: float = 0.0
     batch_size: int = 32
     n_epochs: int = 10
     random_state: int = 0
+    # "non_slack": Theta is 0 on the LP's slack columns (and the perturbed methods put no noise
+    # there); "all" learns every column. An LP without a full set of slacks (the shortest path)
+    # learns every column either way.
+    cost_columns: str = "all"
 
 
     @staticmethod
@@ -144,7 +157,7 @@ class _DecisionFocusedModel(LinearCostModel):
 
     def _group_key(self) -> tuple:
         """Models with equal keys draw the same batches and noise: they train in lockstep."""
-        return int(self.batch_size), int(self.n_epochs), repr(self.random_state)
+        return int(self.batch_size), int(self.n_epochs), repr(self.random_state), str(self.cost_columns)
 
     def fit(self, Z, X_star=None, *, A=None, b=None, lp: StandardFormLP | None = None, basis=None, C=None):
         """Fit on features Z (T, d), true costs C (T, n) and the LPs (lp or A, b); returns self.
@@ -185,6 +198,9 @@ class _DecisionFocusedModel(LinearCostModel):
         # other (a PFYL fit at T = 1000 measured 8-14 s with them, 0.8-1.1 s without).
         with one_blas_thread():
             for group in groups.values():
+                learned = learned_cost_columns(lp, group[0].cost_columns)
+                for model in group:
+                    model.learned_columns_ = learned
                 _adam_lockstep(group, Z, C, X_star, lp)
         return models
 
@@ -205,7 +221,8 @@ def _adam_lockstep(models: list[_DecisionFocusedModel], Z, C, X_star, lp: Standa
     rng = np.random.default_rng(first.random_state)
     lams = np.array([float(m.lam) for m in models])[:, None, None]
     step_sizes = np.array([float(m.step_size) for m in models])[:, None, None]
-    thetas = first._initial_coefs(models, rng, n, d)
+    learned = first.learned_columns_[None, :, None]  # (1, n, 1): the columns whose costs are learned
+    thetas = first._initial_coefs(models, rng, n, d) * learned
     state = first._training_state(models, X_star, lp)
     moment1, moment2 = np.zeros_like(thetas), np.zeros_like(thetas)
     beta1, beta2 = ADAM_BETAS
@@ -222,7 +239,7 @@ def _adam_lockstep(models: list[_DecisionFocusedModel], Z, C, X_star, lp: Standa
             loss, grad_c = first._stacked_loss(models, C_hat, None if C is None else C[stacked], X_star[stacked],
                                                lp.subset(stacked), rng, stacked, state)
             losses.append(loss.reshape(k, B).mean(axis=1))
-            grad = np.einsum("kbn,bd->knd", grad_c.reshape(k, B, n), Z_batch) / B + lams * thetas
+            grad = (np.einsum("kbn,bd->knd", grad_c.reshape(k, B, n), Z_batch) / B + lams * thetas) * learned
             step += 1
             moment1 = beta1 * moment1 + (1 - beta1) * grad
             moment2 = beta2 * moment2 + (1 - beta2) * grad**2
@@ -245,6 +262,9 @@ class _PerturbedModel(_DecisionFocusedModel):
                                               "sigma": [POSITIVE], "n_perturbations": [POSITIVE_INT]}
     sigma: float = 1.0
     n_perturbations: int = 10
+    # PyEPO perturbs the costs of the decision variables: noise on a knapsack's slack costs would
+    # reach every item through the constraints (W'xi_s + xi_u, about 7 times the item's own)
+    cost_columns: str = "non_slack"
 
     def _group_key(self) -> tuple:
         return super()._group_key() + (int(self.n_perturbations),)
@@ -259,7 +279,7 @@ class _PerturbedModel(_DecisionFocusedModel):
         """The group's draw tiled over its k models, their sigmas per row, and B."""
         k = len(models)
         B = C_hat.shape[0] // k
-        noise = cls._draw(models, rng, B, C_hat.shape[1])
+        noise = cls._draw(models, rng, B, C_hat.shape[1]) * models[0].learned_columns_  # none on the slacks
         return np.tile(noise, (k, 1, 1)), np.repeat([float(m.sigma) for m in models], B), B
 
 

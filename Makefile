@@ -43,19 +43,24 @@ lock: | $(BIN)/uv
 run: $(STAMP)
 	$(BIN)/kedro run --pipelines=shortest_path
 
+# One BLAS thread in every test process (and the Kedro runs and workers they start): a second
+# BLAS thread spinning on the tests' small matrices costs more CPU than it saves, the more so
+# beside a second test process on 2 cores (measured with one process: 134 -> 103 CPU-s for the
+# unit tests, 129 -> 103 for tests/solvers). The tests that check that thread counts change
+# nothing set their own.
+ONE_BLAS_THREAD := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+
 # One test process per core (pytest-xdist, work stealing for the uneven tests): most of the
 # suite's wall time is Kedro runs in subprocesses and project copies, independent of each other.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n auto --dist worksteal
+	$(ONE_BLAS_THREAD) $(BIN)/python -m pytest -n auto --dist worksteal
 
 # The inner loop: the suite without the tests marked (pyproject.toml) as whole Kedro runs,
-# browser, notebook or slow solver checks. One process and one BLAS thread: on 2 cores a second
-# worker's imports, and a second BLAS thread spinning on the tests' small matrices, cost more CPU
-# than they save (measured: 134 -> 103 CPU-s for the BLAS threads alone). The tests that check
-# that thread counts change nothing set their own.
+# browser, notebook or slow solver checks. One process: on 2 cores a second worker's imports
+# cost more CPU than they save.
 FAST_TESTS := not (slow or pipeline or browser or notebook)
 test-fast: $(STAMP)
-	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 0 -m "$(FAST_TESTS)"
+	$(ONE_BLAS_THREAD) $(BIN)/python -m pytest -n 0 -m "$(FAST_TESTS)"
 
 # Every benchmark: the hot paths against references timed in the same run (a few minutes),
 # then the end-to-end wall time, peak memory and disk of every paper figure (hours at the full

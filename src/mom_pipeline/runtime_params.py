@@ -97,7 +97,10 @@ def check_runtime_params(runtime: dict, configured: dict, typed: set[str]) -> No
 
 
 class RuntimeParameterHooks:
-    @hook_impl
+    # First of the project's hooks: a refused --params stops the run before the tracking hook
+    # starts its MLflow process (about 6 CPU-s of imports and store set-up for a run that never
+    # begins).
+    @hook_impl(tryfirst=True)
     def after_context_created(self, context) -> None:
         loader = context.config_loader
         runtime = getattr(loader, "runtime_params", None) or {}

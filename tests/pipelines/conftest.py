@@ -1,10 +1,10 @@
 """Fixtures: the project's configuration (smoke environment) and an isolated project copy."""
 
-import shutil
 from pathlib import Path
 
 import pytest
 from kedro.config import OmegaConfigLoader
+from kedro_runs import empty_tracking_store_in, make_project_copy
 
 from mom_pipeline.settings import CONFIG_LOADER_ARGS
 
@@ -18,13 +18,16 @@ def smoke_params():
     return loader["parameters"]
 
 
+@pytest.fixture(scope="session")
+def empty_tracking_store(tmp_path_factory) -> Path:
+    """An MLflow store holding its tables and nothing else, made once per test process: a
+    project's first tracked run creates them, about 1.4 CPU-s and many fsyncs, in each of the
+    suite's ~70 project copies. A fresh store's creation is still run by `test_session`'s
+    smoke run (its own project folder) and by the tests that replace mlflow.db."""
+    return empty_tracking_store_in(tmp_path_factory.mktemp("tracking_store"))
+
+
 @pytest.fixture()
-def project_copy(tmp_path):
+def project_copy(tmp_path, empty_tracking_store):
     """A copy of the project's conf and pyproject in tmp_path so runs write nothing here."""
-    shutil.copytree(PROJECT_ROOT / "conf", tmp_path / "conf", ignore=shutil.ignore_patterns("local"))
-    (tmp_path / "conf" / "local").mkdir()
-    shutil.copy(PROJECT_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    (tmp_path / "data").mkdir()
-    (tmp_path / "logs").mkdir()  # conf/logging.yml's log file (the repository keeps the folder)
-    (tmp_path / "src").mkdir()  # the package itself is installed; bootstrap only needs the folder
-    return tmp_path
+    return make_project_copy(tmp_path, empty_tracking_store)

@@ -1,9 +1,46 @@
-"""Helpers of the pipeline tests: run a registered pipeline in a project copy, read its latest outputs."""
+"""Helpers of the pipeline tests: make a project copy, run a registered pipeline in it, read its latest outputs."""
 
 import contextlib
+import shutil
+from pathlib import Path
 
 from kedro.framework.session import KedroSession
 from kedro.framework.startup import bootstrap_project
+
+from mom_pipeline.tracking import LOCAL_ARTIFACTS, LOCAL_STORE, local_tracking_uri
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def empty_tracking_store_in(folder: Path) -> Path:
+    """An MLflow store in `folder` that holds its tables and nothing else."""
+    from mlflow.tracking import MlflowClient
+
+    with contextlib.chdir(folder):  # the store's default experiment keeps its artifacts here
+        MlflowClient(tracking_uri=local_tracking_uri(folder)).search_experiments()
+    return folder / LOCAL_STORE
+
+
+def make_project_copy(folder: Path, tracking_store: Path) -> Path:
+    """A copy of the project's conf and pyproject in `folder` so runs write nothing here."""
+    shutil.copytree(PROJECT_ROOT / "conf", folder / "conf", ignore=shutil.ignore_patterns("local"))
+    (folder / "conf" / "local").mkdir()
+    shutil.copy(PROJECT_ROOT / "pyproject.toml", folder / "pyproject.toml")
+    shutil.copy(tracking_store, folder / LOCAL_STORE)
+    (folder / "data").mkdir()
+    (folder / "logs").mkdir()  # conf/logging.yml's log file (the repository keeps the folder)
+    (folder / "src").mkdir()  # the package itself is installed; bootstrap only needs the folder
+    return folder
+
+
+def continue_project(template: Path, project: Path, tracking_store: Path) -> Path:
+    """`project` (a project copy) set to the state of `template`, a project copy after some runs:
+    its inputs and every dataset version, as if those runs had been made in `project`. The
+    tracking store starts empty: the template's names the template's own artifact folder."""
+    shutil.copytree(template, project, ignore=shutil.ignore_patterns(LOCAL_STORE, LOCAL_ARTIFACTS),
+                    dirs_exist_ok=True)
+    shutil.copy(tracking_store, project / LOCAL_STORE)
+    return project
 
 
 def latest(folder):

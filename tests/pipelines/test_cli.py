@@ -5,29 +5,28 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+import pandas as pd
 
 from mom_pipeline.tracking import local_tracking_uri
 
 KEDRO = str(Path(sys.executable).parent / "kedro")
 
 
-@pytest.mark.parametrize("flags", [["--pipeline=online"], ["--pipelines=online,knapsack", "--namespaces=fig5"]])
-def test_cli_run_flags(project_copy, flags):
-    result = subprocess.run([KEDRO, "run", "--env=smoke", *flags], cwd=project_copy, capture_output=True, text=True,
+def _kedro_run(project, *flags):
+    result = subprocess.run([KEDRO, "run", "--env=smoke", *flags], cwd=project, capture_output=True, text=True,
                             timeout=600, env={**os.environ, "KEDRO_DISABLE_TELEMETRY": "true", "MOM_PROGRESS": "0"})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert (project_copy / "data" / "08_reporting" / "fig5" / "figure.png").is_dir()
-    assert not (project_copy / "data" / "03_primary" / "fig3").exists()  # --namespaces / pipeline selection
+    assert (project / "data" / "08_reporting" / "fig5" / "figure.png").is_dir()
+    assert not (project / "data" / "03_primary" / "fig3").exists()  # --namespaces / pipeline selection
 
 
-def test_cli_params_override(project_copy):
-    result = subprocess.run([KEDRO, "run", "--env=smoke", "--pipelines=online", "--params", "fig5.experiment.trials=1"],
-                            cwd=project_copy, capture_output=True, text=True, timeout=600,
-                            env={**os.environ, "KEDRO_DISABLE_TELEMETRY": "true"})
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    import pandas as pd
+def test_cli_pipelines_and_namespaces_flags(project_copy):
+    _kedro_run(project_copy, "--pipelines=online,knapsack", "--namespaces=fig5")
 
+
+def test_cli_old_pipeline_flag_and_params_override(project_copy):
+    """One run for two things users type: the old --pipeline flag, and --params reaching the run."""
+    _kedro_run(project_copy, "--pipeline=online", "--params", "fig5.experiment.trials=1")
     (version,) = list((project_copy / "data" / "07_model_output" / "fig5" / "online_steps.parquet").iterdir())
     assert pd.read_parquet(version / "online_steps.parquet")["trial"].unique().tolist() == [0]
 

@@ -59,7 +59,7 @@ def test_a_corrupt_store_is_named_and_the_run_goes_on_untracked(project_copy, ca
 def test_a_locked_store_is_named_and_the_next_run_is_tracked(project_copy):
     """The locked run is a `kedro run` of its own: within one process MLflow keeps the store it
     opened, as a second process that finds it locked would not."""
-    _run_inverse(project_copy)  # creates the store
+    _run_inverse(project_copy)  # a tracked run before the lock
     store = project_copy / "mlflow.db"
     connection = sqlite3.connect(store, isolation_level=None)
     connection.execute("BEGIN EXCLUSIVE")  # another process writing

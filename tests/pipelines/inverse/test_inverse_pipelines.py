@@ -10,11 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from inverse_user_tables import example_tables, write_user_tables
 from kedro_runs import latest as _latest
 from kedro_runs import run as _run
 from two_choice_lp import two_choice_tables
 
-from mom_pipeline.inverse import InverseInputError, make_example_dataset
+from mom_pipeline.inverse import InverseInputError
 
 KEDRO = str(Path(sys.executable).parent / "kedro")
 
@@ -45,14 +46,10 @@ def test_a_fixed_lambda_is_kept(project_copy):
 
 
 def _user_tables(project, corrupt=None, without=()):
-    tables = make_example_dataset(n_observations=60, seed=3)
-    folder = project / "data" / "01_raw" / "inverse"
-    folder.mkdir(parents=True)
+    tables = example_tables()
     if corrupt:
         corrupt(tables)
-    for name in ("features", "decisions", "constraints", "rhs", "bounds", "new_contexts"):
-        if name not in without:
-            tables[name].to_csv(folder / f"{name}.csv", index=False)
+    write_user_tables(project, tables, without)
     return tables
 
 
@@ -160,34 +157,30 @@ def _rewrite(project, name, table):
     table.to_csv(project / "data" / "01_raw" / "inverse" / f"{name}.csv", index=False)
 
 
-def test_prescribe_matches_new_context_columns_by_name(project_copy):
+def test_prescribe_matches_new_context_columns_by_name(trained_project):
     """Issue 12 item 1: reordered columns give the same routes; a missing, renamed or
     unknown column is an error naming it and the file."""
-    tables = _user_tables(project_copy)
-    _run(project_copy, "inverse")
-    _run(project_copy, "prescribe")
-    in_order = _prescriptions(project_copy)
-    contexts = tables["new_contexts"]
-    _rewrite(project_copy, "new_contexts", contexts[["id"] + list(contexts.columns[:0:-1])])  # features reversed
-    _run(project_copy, "prescribe")
-    pd.testing.assert_frame_equal(_prescriptions(project_copy), in_order)
+    in_order = _prescriptions(trained_project)
+    contexts = example_tables()["new_contexts"]
+    _rewrite(trained_project, "new_contexts", contexts[["id"] + list(contexts.columns[:0:-1])])  # features reversed
+    _run(trained_project, "prescribe")
+    pd.testing.assert_frame_equal(_prescriptions(trained_project), in_order)
     path = "data/01_raw/inverse/new_contexts.csv"
     for changed, named in ((contexts.rename(columns={"rain_mm": "rain"}), r"rain_mm.*rain"),
                            (contexts.drop(columns="weekend"), "weekend"),
                            (contexts.assign(humidity=0.5), "humidity")):
-        _rewrite(project_copy, "new_contexts", changed)
+        _rewrite(trained_project, "new_contexts", changed)
         with pytest.raises(InverseInputError, match=named) as raised:
-            _run(project_copy, "prescribe")
+            _run(trained_project, "prescribe")
         assert path in str(raised.value)
 
 
-def test_prescribe_refuses_a_model_fitted_on_another_problem(project_copy, monkeypatch):
+def test_prescribe_refuses_a_model_fitted_on_another_problem(trained_project, monkeypatch):
     """Issue 12 item 3: a failed inverse run leaves problem.pkl newer than model.pkl."""
     from mom_pipeline.pipelines.inverse import nodes
 
-    tables = _user_tables(project_copy)
-    _run(project_copy, "inverse")
-    _rewrite(project_copy, "features", tables["features"].iloc[:-5])  # another training set
+    project_copy = trained_project
+    _rewrite(project_copy, "features", example_tables()["features"].iloc[:-5])  # another training set
 
     def failing_tuning(*args, **kwargs):
         raise RuntimeError("the tuning failed")
@@ -200,10 +193,9 @@ def test_prescribe_refuses_a_model_fitted_on_another_problem(project_copy, monke
         _run(project_copy, "prescribe")
 
 
-def test_prescribe_refuses_changed_constraints(project_copy):
+def test_prescribe_refuses_changed_constraints(trained_project):
     """Issue 12 item 8: constraints changed between inverse and prescribe -> another LP."""
-    tables = _user_tables(project_copy)
-    _run(project_copy, "inverse")
+    project_copy, tables = trained_project, example_tables()
     extra = pd.DataFrame({"id": ["*", "*"], "kind": ["ub", "ub"], "row": [0, 0], "col": [0, 1], "value": [1.0, 1.0]})
     _rewrite(project_copy, "constraints", pd.concat([tables["constraints"], extra], ignore_index=True))
     _rewrite(project_copy, "rhs", pd.concat([tables["rhs"], pd.DataFrame(

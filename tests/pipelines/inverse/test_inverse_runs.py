@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from inverse_user_tables import example_tables, write_user_tables
 from kedro.framework.session import KedroSession
 from kedro.framework.startup import bootstrap_project
 from kedro.io.core import Version, generate_timestamp
 
 from mom_pipeline.data_cleanup import clean
 from mom_pipeline.datasets import RunParquetDataset
-from mom_pipeline.inverse import make_example_dataset
 
 KEDRO = str(Path(sys.executable).parent / "kedro")
 
@@ -26,15 +26,6 @@ def _run(project, pipeline, load_versions=None, **runtime):
     with contextlib.chdir(project), KedroSession.create(project_path=project, env="smoke",
                                                         runtime_params=runtime or None) as session:
         session.run(pipeline_names=[pipeline], load_versions=load_versions)
-
-
-def _user_tables(project, n_observations=60):
-    tables = make_example_dataset(n_observations=n_observations, seed=3)
-    folder = project / "data" / "01_raw" / "inverse"
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in ("features", "decisions", "constraints", "rhs", "bounds", "new_contexts"):
-        tables[name].to_csv(folder / f"{name}.csv", index=False)
-    return tables
 
 
 def _versions(folder: Path) -> list[Path]:
@@ -65,7 +56,7 @@ def test_a_second_run_that_saves_its_lambda_first_does_not_reach_the_first_runs_
     run tunes, the second runs to its tuning and saves."""
     from mom_pipeline.pipelines.inverse import nodes
 
-    _user_tables(project_copy)
+    write_user_tables(project_copy, example_tables())
     original = nodes.validation_curve
     env = {**os.environ, "KEDRO_DISABLE_TELEMETRY": "true", "MOM_PROGRESS": "0", "MPLBACKEND": "Agg"}
 
@@ -93,7 +84,7 @@ def test_a_second_run_that_saves_its_lambda_first_does_not_reach_the_first_runs_
 def test_a_curve_of_other_parameters_is_refused(project_copy):
     """A training step run alone (`--from-nodes`) reads the newest curve: one scored with
     other lambdas stops it, naming the cause."""
-    _user_tables(project_copy)
+    write_user_tables(project_copy, example_tables())
     _run(project_copy, "inverse", inverse={"model": {"lam": 100.0}})
     with pytest.raises(Exception, match=r"lambda_validation scored the lambdas \[100.0\].*other parameters"):
         bootstrap_project(project_copy)
@@ -101,16 +92,14 @@ def test_a_curve_of_other_parameters_is_refused(project_copy):
             session.run(pipeline_names=["inverse"], from_nodes=["inverse.train_inverse_model"])
 
 
-def test_clean_data_keeps_a_model_with_the_problem_of_its_run(project_copy, monkeypatch):
+def test_clean_data_keeps_a_model_with_the_problem_of_its_run(trained_project, monkeypatch):
     """Issue 51 item 7: `make clean-data KEEP=1` after a failed inverse run kept the good
     run's model.pkl and deleted its problem.pkl (keeping the failed run's), so prescribe
     refused the model for good."""
     from mom_pipeline.pipelines.inverse import nodes
 
-    tables = _user_tables(project_copy)
-    _run(project_copy, "inverse")
-    _run(project_copy, "prescribe")
-    _run(project_copy, "prescribe")
+    project_copy, tables = trained_project, example_tables()
+    _run(project_copy, "prescribe")  # a second prescribe run of the one model
     outputs = project_copy / "data" / "07_model_output" / "inverse" / "prescriptions.csv"
     before = _load_csv(_versions(outputs)[-1])
     (tables["features"].iloc[:-5]).to_csv(project_copy / "data" / "01_raw" / "inverse" / "features.csv", index=False)
@@ -142,10 +131,9 @@ def _load_csv(path):
     return pd.read_csv(path, dtype={"id": str})
 
 
-def test_a_truncated_newest_problem_names_its_version_in_a_later_from_nodes_run(project_copy):
+def test_a_truncated_newest_problem_names_its_version_in_a_later_from_nodes_run(trained_project):
     """Issue 51 item 11: the run ended in EOFError, no version folder named."""
-    _user_tables(project_copy)
-    _run(project_copy, "inverse", inverse={"model": {"lam": 0.01}})
+    project_copy = trained_project
     (problem,) = _versions(project_copy / "data" / "02_intermediate" / "inverse" / "problem.pkl")
     problem.write_bytes(problem.read_bytes()[:100])  # a kill (or a full disk) during the save
     with pytest.raises(Exception, match=rf"version '{problem.parent.name}' is incomplete or damaged .*Delete the "

@@ -8,8 +8,9 @@ Each case runs in its own process (its peak memory is that process's maximum res
     python benchmarks/route_fit.py --networks-dir /path/to/tntp/networks
 
 A case is network:T:model[:dense][:cold], network one of grid5, grid10, grid20 (the paper's grids,
-the routes of the paper's shortest-path costs) or a TNTP network found under MOM_NETWORKS_DIR
-(sioux, berlin, anaheim: routes from the project's BPR generator, noise-free), model per_arc or
+the routes of the paper's shortest-path costs), a TNTP network found under MOM_NETWORKS_DIR
+(sioux, berlin, anaheim) or a synthetic city (city3k, city40k: grids of two-way streets and
+avenues with 50 and 100 zones; routes from the project's BPR generator, noise-free), model per_arc or
 shared (shared: free-flow time and the baseline delay as arc attributes; on grids two random
 attributes); ":dense" also fits today's dual formulation on the same data (per-arc only);
 ":cold" also fits the working set without its pilot start (`solve_network_margin(pilot=False)`).
@@ -31,6 +32,9 @@ import numpy as np
 
 DEFAULT_CASES = ["grid5:1000:per_arc:dense", "sioux:1000:shared", "berlin:1000:shared", "sioux:300:per_arc"]
 TNTP = {"sioux": "SiouxFalls", "berlin": "Berlin-Friedrichshain", "anaheim": "Anaheim"}
+#: Synthetic cities (`generate.grid_network`: rows, cols, centroids): 1,000 nodes and 3,870
+#: links; 10,000 nodes and 39,600 links.
+CITIES = {"city3k": (25, 40, 50), "city40k": (100, 100, 100)}
 LAM = 1e-2
 
 
@@ -47,12 +51,21 @@ def _grid_case(size: int, T: int, model: str, rng):
 
 def _tntp_case(name: str, T: int, model: str):
     from mom_pipeline.networks import files, generate, tntp
+
+    if name in CITIES:
+        rows, cols, centroids = CITIES[name]
+        network, trips = generate.grid_network(rows, cols, seed=0, centroids=centroids)
+    else:
+        net_file, trips_file = files.locate_network(TNTP[name])
+        network, trips = tntp.read_tntp_network(net_file), tntp.read_tntp_trips(trips_file)
+    return _routes_case(network, trips, T, model)
+
+
+def _routes_case(network, trips, T: int, model: str):
+    from mom_pipeline.networks import generate
     from mom_pipeline.networks.routes import validate_route_problem
 
-    net_file, trips_file = files.locate_network(TNTP[name])
-    network = tntp.read_tntp_network(net_file)
-    tables = generate.generate_routes(network, tntp.read_tntp_trips(trips_file),
-                                      n_observations=T, n_new=0, seed=0)
+    tables = generate.generate_routes(network, trips, n_observations=T, n_new=0, seed=0)
     network = tables["network"]
     problem, _ = validate_route_problem(network, tables["routes"], tables["features"])  # the intercept added
     F = network.attributes[["free_flow_time", "baseline_delay"]].to_numpy(dtype=float) if model == "shared" else None

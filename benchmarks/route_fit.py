@@ -8,11 +8,14 @@ Each case runs in its own process (its peak memory is that process's maximum res
     python benchmarks/route_fit.py --networks-dir /path/to/tntp/networks
 
 A case is network:T:model[:dense][:cold], network one of grid5, grid10, grid20 (the paper's grids,
-the routes of the paper's shortest-path costs) or a TNTP network found under MOM_NETWORKS_DIR
-(sioux, berlin, anaheim: routes from the project's BPR generator, noise-free), model per_arc or
+the routes of the paper's shortest-path costs), a TNTP network found under MOM_NETWORKS_DIR
+(sioux, berlin, anaheim) or a synthetic city (city3k, city40k: grids of two-way streets and
+avenues with 50 and 100 zones; routes from the project's BPR generator, noise-free), model per_arc or
 shared (shared: free-flow time and the baseline delay as arc attributes; on grids two random
 attributes); ":dense" also fits today's dual formulation on the same data (per-arc only);
-":cold" also fits the working set without its pilot start (`solve_network_margin(pilot=False)`).
+":cold" also fits the working set without its pilot start (`solve_network_margin(pilot=False)`);
+":heldout" also scores 1,000 new contexts of the same generator (the share whose true route is
+the shortest under the fitted costs; TNTP networks and cities).
 Printed per case: seconds, rounds, working rows per sample, the certified relative gap, the
 peak memory, and with ":dense" the dense method's seconds and objective (and the ratio).
 """
@@ -31,6 +34,11 @@ import numpy as np
 
 DEFAULT_CASES = ["grid5:1000:per_arc:dense", "sioux:1000:shared", "berlin:1000:shared", "sioux:300:per_arc"]
 TNTP = {"sioux": "SiouxFalls", "berlin": "Berlin-Friedrichshain", "anaheim": "Anaheim"}
+#: Synthetic cities (`generate.grid_network`: rows, cols, centroids): 1,000 nodes and 3,870
+#: links; 10,000 nodes and 39,600 links.
+CITIES = {"city3k": (25, 40, 50), "city40k": (100, 100, 100)}
+#: New contexts scored by ":heldout" (TNTP networks and cities).
+HELD_OUT = 1000
 LAM = 1e-2
 
 
@@ -45,19 +53,43 @@ def _grid_case(size: int, T: int, model: str, rng):
                 lp=trial.lp)
 
 
-def _tntp_case(name: str, T: int, model: str):
+def _tntp_case(name: str, T: int, model: str, n_new: int = 0):
     from mom_pipeline.networks import files, generate, tntp
+
+    if name in CITIES:
+        rows, cols, centroids = CITIES[name]
+        network, trips = generate.grid_network(rows, cols, seed=0, centroids=centroids)
+    else:
+        net_file, trips_file = files.locate_network(TNTP[name])
+        network, trips = tntp.read_tntp_network(net_file), tntp.read_tntp_trips(trips_file)
+    return _routes_case(network, trips, T, model, n_new)
+
+
+def _routes_case(network, trips, T: int, model: str, n_new: int):
+    from mom_pipeline.networks import generate
     from mom_pipeline.networks.routes import validate_route_problem
 
-    net_file, trips_file = files.locate_network(TNTP[name])
-    network = tntp.read_tntp_network(net_file)
-    tables = generate.generate_routes(network, tntp.read_tntp_trips(trips_file),
-                                      n_observations=T, n_new=0, seed=0)
+    tables = generate.generate_routes(network, trips, n_observations=T, n_new=n_new, seed=0)
     network = tables["network"]
     problem, _ = validate_route_problem(network, tables["routes"], tables["features"])  # the intercept added
     F = network.attributes[["free_flow_time", "baseline_delay"]].to_numpy(dtype=float) if model == "shared" else None
-    return dict(Z=problem.Z, X=problem.X, tails=network.tails, heads=network.heads, n_nodes=network.n_nodes, F=F,
+    case = dict(Z=problem.Z, X=problem.X, tails=network.tails, heads=network.heads, n_nodes=network.n_nodes, F=F,
                 usable=problem.usable, lp=None)
+    if n_new:
+        new_features = tables["new_contexts"].drop(columns=["origin", "destination"])
+        case["new"], _ = validate_route_problem(network, tables["new_routes"], new_features)
+    return case
+
+
+def _held_out_share(fit, inputs) -> float:
+    """The share of the new contexts whose true route is the shortest under the fitted costs."""
+    from mom_pipeline.networks import shortest_routes
+    from mom_pipeline.networks.fitting import same_routes
+
+    new = inputs["new"]
+    routes = shortest_routes(new.network, fit.predict(new.Z, arc_features=inputs["F"]), new.origins,
+                             new.destinations, new.usable)
+    return float(same_routes(routes, new.X).mean())
 
 
 def run_case(case: str) -> dict:
@@ -68,7 +100,7 @@ def run_case(case: str) -> dict:
     T = int(T)
     rng = np.random.default_rng(0)
     inputs = (_grid_case(int(network[4:]), T, model, rng) if network.startswith("grid")
-              else _tntp_case(network, T, model))
+              else _tntp_case(network, T, model, HELD_OUT if "heldout" in flags else 0))
     started = time.perf_counter()
     fit = RouteMOM(lam=LAM).fit(inputs["Z"], inputs["X"], tails=inputs["tails"], heads=inputs["heads"],
                                 n_nodes=inputs["n_nodes"], arc_features=inputs["F"], usable=inputs["usable"])
@@ -76,6 +108,8 @@ def run_case(case: str) -> dict:
     row = dict(case=case, arcs=len(inputs["tails"]), T=T, model=model, seconds=round(seconds, 2),
                rounds=fit.n_iter_, rows_per_sample=round(fit.solver_info_["working_rows"] / T, 1),
                relative_gap=float(fit.certificate_["relative_gap"]), objective=fit.objective_)
+    if "heldout" in flags:
+        row["held_out_reproduced"] = round(_held_out_share(fit, inputs), 4)
     if "cold" in flags:
         from mom_pipeline.solvers.network_margin import network_samples, solve_network_margin
 

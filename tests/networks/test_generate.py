@@ -64,3 +64,19 @@ def test_grid_network_needs_no_file():
     assert network.n_nodes == 12 and network.n_arcs == 2 * (3 * 3 + 2 * 4) and trips.shape == (12, 12)
     tables = generate_routes(network, trips, n_observations=30, n_new=3)
     assert len(tables["routes"]) == 30 and len(tables["new_routes"]) == 3
+
+
+def test_grid_with_centroids_is_the_same_grid_with_fewer_zones():
+    full, full_trips = grid_network(6, 7, seed=2)
+    city, trips = grid_network(6, 7, seed=2, centroids=5)
+    assert trips.shape == (5, 5) and full_trips.shape == (42, 42)
+    # The same streets by label, with the same attributes; zones numbered first.
+    streets = lambda net: dict(zip(net.arc_labels, net.attributes["free_flow_time"]))
+    assert streets(city) == streets(full)
+    assert sorted(city.node_labels[:5]) == [1, 11, 21, 32, 42]  # spread over the grid
+    tables = generate_routes(city, trips, n_observations=60, n_new=0, seed=0)
+    problem, report = validate_route_problem(tables["network"], tables["routes"], tables["features"])
+    assert len(report) == 0 and problem.n_samples == 60
+    assert set(tables["routes"]["origin"]) <= set(city.node_labels[:5])
+    with pytest.raises(ValueError, match="centroids"):
+        grid_network(3, 3, centroids=10)

@@ -141,12 +141,17 @@ def generate_routes(network: Network, trips: np.ndarray, *, n_observations: int 
     return tables
 
 
-def grid_network(rows: int = 4, cols: int = 4, seed: int = 0) -> tuple[Network, np.ndarray]:
-    """A small road network that needs no file: a rows x cols grid of two-way streets, one
-    faster avenue per row and column alternately, every node a zone and a thoroughfare (first
-    thru node 1), and a gravity-like trip table. Returns (network, trips)."""
+def grid_network(rows: int = 4, cols: int = 4, seed: int = 0, centroids: int | None = None) -> tuple[Network, np.ndarray]:
+    """A road network that needs no file: a rows x cols grid of two-way streets, one faster
+    avenue per row and column alternately, every node a thoroughfare (first thru node 1), and a
+    gravity-like trip table. centroids=None: every node is a zone; k: k nodes spread evenly over
+    the grid are (numbered first, trips (k, k)), which keeps the trip table and the baseline
+    assignment small on large grids (the node labels stay the grid's, r * cols + c + 1).
+    Returns (network, trips)."""
     rng = np.random.default_rng(seed)
     N = rows * cols
+    if centroids is not None and not 1 < centroids <= N:
+        raise ValueError(f"centroids must be between 2 and the grid's {N} nodes; got {centroids}")
     tails, heads, fast = [], [], []
     for r in range(rows):
         for c in range(cols):
@@ -164,11 +169,18 @@ def grid_network(rows: int = 4, cols: int = 4, seed: int = 0) -> tuple[Network, 
     attributes = pd.DataFrame({"capacity": np.where(fast, 2000.0, 800.0), "length": length,
                                "free_flow_time": (length / speed).round(4), "b": 0.15, "power": 4.0, "speed": speed,
                                "toll": 0.0, "link_type": np.where(fast, 2, 1).astype(float)})
-    labels = np.arange(1, N + 1)
-    network = Network(np.asarray(tails), np.asarray(heads), N, labels,
+    zones = N if centroids is None else centroids
+    # Grid node g gets index position[g]: the zones (spread evenly) first, then the others.
+    chosen = np.linspace(0, N - 1, zones).round().astype(np.int64)
+    order = np.r_[chosen, np.setdiff1d(np.arange(N), chosen)]
+    position = np.empty(N, dtype=np.int64)
+    position[order] = np.arange(N)
+    tails, heads = position[np.asarray(tails)], position[np.asarray(heads)]
+    labels = order + 1
+    network = Network(tails, heads, N, labels,
                       np.array([f"{labels[u]}-{labels[v]}" for u, v in zip(tails, heads)], dtype=object), attributes,
                       first_thru_node=0, name=f"grid-{rows}x{cols}")
-    weight = rng.uniform(0.5, 1.5, N)
+    weight = rng.uniform(0.5, 1.5, zones)
     trips = np.round(100 * np.outer(weight, weight), 1)
     np.fill_diagonal(trips, 0.0)
     return network, trips

@@ -36,33 +36,8 @@ def relax(C: np.ndarray, S: np.ndarray, data: NetworkSamples, fixed: np.ndarray,
     on_route = ~np.isnan(fixed)
     x = np.where(on_route, fixed, np.inf)
     pred = np.full((T, data.n_nodes), -1, dtype=np.int64)
-    order = np.argsort(data.tails, kind="stable")
-    targets, starts = np.unique(data.tails[order], return_index=True)
-    heads_sorted = data.heads[order]
-    scale = 1.0 + np.nanmax(np.abs(fixed), initial=0.0)
-    eps = tol * scale
-    active = np.ones(T, dtype=bool)
-    max_sweeps = data.n_nodes + 1
-    sweeps = 0
-    while active.any() and sweeps < max_sweeps:
-        sweeps += 1
-        idx = np.flatnonzero(active)
-        cand = x[idx][:, heads_sorted] + lengths[idx][:, order]          # (k, n) by tail order
-        best_pos = _argmin_reduceat(cand, starts)                            # (k, targets) positions in order
-        best = np.take_along_axis(cand, best_pos, axis=1)
-        current = x[idx][:, targets]
-        free = ~on_route[idx][:, targets]
-        improve = free & (best < current - eps * np.maximum(1.0, np.abs(np.where(np.isfinite(current), current, 0))))
-        if not improve.any():
-            active[idx] = False
-            break
-        k_rows, k_cols = np.nonzero(improve)
-        x[idx[k_rows], targets[k_cols]] = best[k_rows, k_cols]
-        pred[idx[k_rows], targets[k_cols]] = order[best_pos[k_rows, k_cols]]
-        changed = np.zeros(idx.size, dtype=bool)
-        changed[k_rows] = True
-        active[idx[~changed]] = False
-    cycling = active.copy()
+    eps = tol * (1.0 + np.nanmax(np.abs(fixed), initial=0.0))
+    sweeps, cycling, cycle_node = _frontier_sweeps(x, pred, lengths, on_route, data, eps, data.n_nodes + 1)
     # Violated detours: rows into a route node that would lower its fixed potential.
     add = np.zeros((T, n), dtype=bool)
     reach = x[:, data.heads] + lengths                                      # (T, n)
@@ -74,21 +49,77 @@ def relax(C: np.ndarray, S: np.ndarray, data: NetworkSamples, fixed: np.ndarray,
     vt, va = np.nonzero(violated)
     _add_chains(add, pred, data.heads[va], vt, data)
     for t in np.flatnonzero(cycling):
-        _add_cycle(add, pred[t], t, data)
+        _add_cycle(add, pred[t], t, data, int(cycle_node[t]))
     add &= ~working & data.rows
     feasible = ~(violated.any(axis=1) | cycling)
     return Relaxation(potentials=x, add=add, feasible=feasible, sweeps=sweeps)
 
 
-def _argmin_reduceat(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Per row, the position (into the columns) of the smallest value of each segment
-    [starts[i], starts[i+1]); ties to the first."""
-    k, n = values.shape
-    mins = np.minimum.reduceat(values, starts, axis=1)
-    segment = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, n]))
-    hit = values == mins[:, segment]
-    position = np.where(hit, np.arange(n)[None, :], n)
-    return np.minimum.reduceat(position, starts, axis=1).clip(max=n - 1)
+#: Samples still relaxing are checked for a cycle of their predecessor arcs every this many
+#: sweeps: such a cycle is a negative cycle (Bellman-Ford's predecessor graph has no other
+#: cycles), so the sample stops there instead of relaxing it for as many sweeps as it has nodes.
+CYCLE_CHECK_SWEEPS = 8
+
+
+def _frontier_sweeps(x: np.ndarray, pred: np.ndarray, lengths: np.ndarray, on_route: np.ndarray,
+                     data: NetworkSamples, eps: float, max_sweeps: int) -> tuple[int, np.ndarray, np.ndarray]:
+    """Bellman-Ford sweeps, in place on x (T, nodes) and pred, that relax only the arcs whose
+    head changed in the sweep before (all samples at once): a sweep costs the in-arcs of the
+    nodes that moved, not every arc of every sample. Returns (sweeps, (T,) bool: the sample has
+    a negative cycle among its free nodes, (T,) a node on that cycle or -1)."""
+    T, N = x.shape
+    by_head = np.argsort(data.heads, kind="stable")
+    in_count = np.bincount(data.heads, minlength=N)
+    in_start = np.r_[0, np.cumsum(in_count)[:-1]]
+    changed = np.flatnonzero(np.isfinite(x))  # flat (sample, node) keys of the nodes that moved
+    cycle_node = np.full(T, -1, dtype=np.int64)
+    x_flat, pred_flat = x.reshape(-1), pred.reshape(-1)
+    sweeps = 0
+    while changed.size and sweeps < max_sweeps:
+        sweeps += 1
+        samples, nodes = np.divmod(changed, N)
+        counts = in_count[nodes]
+        total = int(counts.sum())
+        offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        arcs = by_head[np.repeat(in_start[nodes], counts) + offsets]
+        samples = np.repeat(samples, counts)
+        tails = data.tails[arcs]
+        candidate = x_flat[np.repeat(changed, counts)] + lengths[samples, arcs]
+        key = samples * N + tails
+        current = x_flat[key]
+        better = ~on_route.reshape(-1)[key] & (candidate < current - eps * np.maximum(
+            1.0, np.abs(np.where(np.isfinite(current), current, 0.0))))
+        arcs, candidate, key = arcs[better], candidate[better], key[better]
+        # The smallest candidate per (sample, node), the first arc among ties.
+        ranked = np.lexsort((arcs, candidate, key))
+        first = ranked[np.r_[True, key[ranked][1:] != key[ranked][:-1]]] if ranked.size else ranked
+        changed = key[first]
+        x_flat[changed] = candidate[first]
+        pred_flat[changed] = arcs[first]
+        if sweeps % CYCLE_CHECK_SWEEPS == 0 and changed.size:
+            busy = np.unique(changed // N)
+            found = _cycle_nodes(pred[busy], data.heads)
+            stop = busy[found >= 0]
+            if stop.size:
+                cycle_node[stop] = found[found >= 0]
+                changed = changed[~np.isin(changed // N, stop)]
+    cycling = cycle_node >= 0
+    if changed.size:  # still relaxing after max_sweeps: a negative cycle the check has not met
+        cycling[np.unique(changed // N)] = True
+    return sweeps, cycling, cycle_node
+
+
+def _cycle_nodes(pred: np.ndarray, heads: np.ndarray) -> np.ndarray:
+    """Per row of predecessor arcs (k, nodes), a node on a cycle of the graph node -> head of its
+    predecessor arc, or -1 when it has none (pointer doubling: 2^j >= nodes steps from every node
+    end on a cycle or at a node without predecessor)."""
+    k, N = pred.shape
+    successor = np.where(pred >= 0, heads[np.maximum(pred, 0)], np.arange(N)[None, :])
+    rows = np.arange(k)[:, None]
+    for _ in range(int(np.ceil(np.log2(N + 1))) + 1):
+        successor = successor[rows, successor]
+    on_cycle = pred[rows, successor] >= 0
+    return np.where(on_cycle.any(axis=1), successor[np.arange(k), np.argmax(on_cycle, axis=1)], -1)
 
 
 def _add_chains(add: np.ndarray, pred: np.ndarray, nodes: np.ndarray, samples: np.ndarray,
@@ -106,9 +137,11 @@ def _add_chains(add: np.ndarray, pred: np.ndarray, nodes: np.ndarray, samples: n
         samples, nodes = samples[fresh], data.heads[arcs[fresh]]
 
 
-def _add_cycle(add: np.ndarray, pred_t: np.ndarray, t: int, data: NetworkSamples) -> None:
-    """Mark the arcs of a cycle of sample t's predecessor graph (after a sweep limit)."""
-    start = int(np.flatnonzero(pred_t >= 0)[0]) if (pred_t >= 0).any() else -1
+def _add_cycle(add: np.ndarray, pred_t: np.ndarray, t: int, data: NetworkSamples, start: int = -1) -> None:
+    """Mark the arcs of a cycle of sample t's predecessor graph, walking from `start` (a node
+    on it, or -1: the first node with a predecessor)."""
+    if start < 0:
+        start = int(np.flatnonzero(pred_t >= 0)[0]) if (pred_t >= 0).any() else -1
     if start < 0:
         return
     node = start

@@ -33,6 +33,13 @@ def test_dfl_benchmark_is_registered_outside_the_default_run():
         n.name for n in pipelines["dfl_benchmark_knapsack"].nodes} == names
     small = {n.name for n in pipelines["dfl_benchmark_knapsack_small"].nodes}
     assert "dfl_benchmark.knapsack_noise0.report_dfl" in small and not any("n1000" in name for name in small)
+    # one family figure per problem, from the summary tables of both noise levels
+    families = {n.name: n for n in pipelines["dfl_benchmark"].nodes if n.name.endswith("report_dfl_families")}
+    assert sorted(families) == ["dfl_benchmark.knapsack.report_dfl_families",
+                                "dfl_benchmark.shortest_path.report_dfl_families"]
+    assert families["dfl_benchmark.knapsack.report_dfl_families"].inputs[:2] == [
+        "dfl_benchmark.knapsack_noise0.summary_table", "dfl_benchmark.knapsack_noise05.summary_table"]
+    assert "dfl_benchmark.knapsack.report_dfl_families" in small
     assert not any(n.namespace and n.namespace.startswith("dfl_benchmark") for n in pipelines["__default__"].nodes)
 
 
@@ -53,6 +60,10 @@ def test_smoke_run_reports_every_method_size_and_degree(project_copy):
         markdown = _latest(report / "summary.md").read_text()
         assert "| MOM x* |" in markdown and "T=40, deg 4" in markdown
         assert ("Knapsack 2 x 32" in markdown) == noise.startswith("knapsack")
+        assert set(table["family"]) == {"two-stage", "regret-based", "perturbed", "solution pool", "cone-aligned",
+                                        "MOM", "MOM x*"}
+    for problem in ("shortest_path", "knapsack"):
+        assert _latest(data / "08_reporting" / f"dfl_benchmark.{problem}" / "family_figure.png").stat().st_size > 0
     # The table's regret is the metric's normalized regret of the per-sample evaluation.
     cell = data / "07_model_output" / "dfl_benchmark.noise05_n1000"
     evaluation = pd.read_parquet(_latest(cell / "evaluation.parquet"))

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
+import pandas as pd
+
 from mom_pipeline.experiments import parse_spec
-from mom_pipeline.reporting.dfl import dfl_figure, dfl_markdown, dfl_results, dfl_table
+from mom_pipeline.methods.registry import FAMILIES, method_family
+from mom_pipeline.reporting.dfl import dfl_family_figure, dfl_figure, dfl_markdown, dfl_results, dfl_table, with_families
 
 
 PROBLEM_TITLES = {"shortest_path": "Shortest path 5x5", "multi_knapsack": "Knapsack 2 x 32 (LP relaxation)"}
+
+
+def method_families(experiment: dict) -> dict[str, str]:
+    """Method label -> family (`methods.registry.method_family`) of an experiment's methods."""
+    return {label: method_family(cfg.estimator, cfg.x_star_only) for label, cfg in parse_spec(experiment).methods.items()}
 
 
 def report_noise_level(*cells):
@@ -22,7 +30,8 @@ def report_noise_level(*cells):
     if len(noise) != 1:
         raise ValueError(f"the experiments of one noise level have different eps_bar: {sorted(noise)}")
     results = dfl_results(list(cells[0::3]), list(cells[1::3]), [spec.fixed for spec in specs])
-    table = dfl_table(results)
+    families = {label: family for experiment in cells[2::3] for label, family in method_families(experiment).items()}
+    table = with_families(dfl_table(results), families)
     (eps_bar,) = noise
     first = specs[0]
     problems = {spec.problem for spec in specs}
@@ -38,3 +47,20 @@ def report_noise_level(*cells):
     figure = dfl_figure(results, title)
     plt.close(figure)
     return table, dfl_markdown(table, title, notes), figure
+
+
+def report_families(table_noise0: pd.DataFrame, table_noise05: pd.DataFrame, experiment_noise0: dict,
+                    experiment_noise05: dict):
+    """The family figure of one problem from the summary tables of its two noise levels (one
+    experiment of each noise level names the problem and its eps_bar)."""
+    specs = [parse_spec(experiment_noise0), parse_spec(experiment_noise05)]
+    if specs[0].problem != specs[1].problem:
+        raise ValueError(f"the two noise levels solve different problems: {specs[0].problem}, {specs[1].problem}")
+    tables = {f"noise {float(spec.fixed.get('eps_bar', 0.0)):g}": table
+              for spec, table in zip(specs, (table_noise0, table_noise05))}
+    if len(tables) != 2:
+        raise ValueError(f"the two noise levels have the same eps_bar: {sorted(tables)}")
+    title = f"{PROBLEM_TITLES.get(specs[0].problem, specs[0].problem)}: normalized regret by method family"
+    figure = dfl_family_figure(tables, title, FAMILIES)
+    plt.close(figure)
+    return figure

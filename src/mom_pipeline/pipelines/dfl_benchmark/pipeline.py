@@ -1,5 +1,7 @@
 """DFL benchmark reports: the trial summaries of every training size -> one table and one
-figure per (problem, noise level) (namespace ``dfl_benchmark.<problem prefix><noise level>``).
+figure per (problem, noise level) (namespace ``dfl_benchmark.<problem prefix><noise level>``),
+then per problem a figure of both noise levels with one line per method family, drawn from
+those tables (namespace ``dfl_benchmark.<problem>``).
 
 The experiments themselves are the usual template under
 ``dfl_benchmark.<problem prefix><noise>_<size>`` (composed in the pipeline registry); their
@@ -10,7 +12,7 @@ path keeps the unprefixed names (``dfl_benchmark.noise0_n100``); the knapsack's 
 
 from kedro.pipeline import Node, Pipeline
 
-from .nodes import report_noise_level
+from .nodes import report_families, report_noise_level
 
 # The benchmark's problems and the prefix of their experiments' and reports' names.
 PROBLEMS = {"shortest_path": "", "knapsack": "knapsack_"}
@@ -40,7 +42,18 @@ def _report(prefix: str, noise: str, sizes: tuple[str, ...]) -> Pipeline:
     return Pipeline([node], namespace=f"dfl_benchmark.{prefix}{noise}", inputs=datasets, parameters=parameters)
 
 
+def _family_report(problem: str, first_size: str) -> Pipeline:
+    """The family figure of `problem` from its noise levels' summary tables."""
+    prefix = PROBLEMS[problem]
+    tables = {f"table_{noise}": f"dfl_benchmark.{prefix}{noise}.summary_table" for noise in NOISE_LEVELS}
+    parameters = {f"params:experiment_{noise}": f"params:dfl_benchmark.{prefix}{noise}_{first_size}.experiment"
+                  for noise in NOISE_LEVELS}
+    node = Node(report_families, [*tables, *parameters], "family_figure", name="report_dfl_families")
+    return Pipeline([node], namespace=f"dfl_benchmark.{problem}", inputs=tables, parameters=parameters)
+
+
 def create_pipeline(problem: str | None = None, sizes: tuple[str, ...] = SIZES, **kwargs) -> Pipeline:
     """The reports of `problem` (a key of PROBLEMS), or of every problem, over `sizes`."""
     problems = list(PROBLEMS) if problem is None else [problem]
-    return sum((_report(PROBLEMS[p], noise, sizes) for p in problems for noise in NOISE_LEVELS), Pipeline([]))
+    reports = [_report(PROBLEMS[p], noise, sizes) for p in problems for noise in NOISE_LEVELS]
+    return sum(reports + [_family_report(p, sizes[0]) for p in problems], Pipeline([]))

@@ -9,7 +9,7 @@ from scipy.sparse.csgraph import dijkstra
 from mom_pipeline.methods import MOM
 from mom_pipeline.methods.route_mom import RouteMOM
 from mom_pipeline.problems import generate_shortest_path
-from mom_pipeline.solvers.network_margin import network_samples, solve_network_margin
+from mom_pipeline.solvers.network_margin import network_samples, route_order, solve_network_margin
 
 
 def grid_routes(grid=5, T=60, seed=0, degree=4, n_features=5):
@@ -184,3 +184,23 @@ def test_clarabel_on_the_cycle_basis_solves_the_arc_basis_problem():
     # Both give the same reduced costs; the cycle basis's Theta has no potential part.
     from mom_pipeline.solvers.network_problem import incidence_matrix
     assert np.abs(incidence_matrix(tails, heads, n_nodes) @ cycles.Theta).max() <= 1e-12
+
+
+def test_substituted_route_potentials_solve_the_equality_form():
+    """The shared model's restricted QP with the route potentials substituted (no equality rows)
+    has the equality form's optimum: objective, Theta and each sample's hinge (the slacks of one
+    sample are not unique where free potentials can trade them)."""
+    from mom_pipeline.solvers.network_margin import initial_working_set
+    from mom_pipeline.solvers.network_restricted import solve_restricted
+
+    Z, X, tails, heads, n_nodes, rng = two_way_network(seed=7, T=30)
+    F = rng.uniform(0.5, 2.0, (len(tails), 2))
+    data = network_samples(tails, heads, n_nodes, X, Z, F)
+    # Every usable row: components off the route and rows between route nodes both occur.
+    for working in (initial_working_set(data), data.rows):
+        equality = solve_restricted(data, working, 1e-2)
+        substituted = solve_restricted(data, working, 1e-2, orders=route_order(data))
+        objective = [0.5 * 1e-2 * np.sum(r.Theta**2) + r.S.sum() / data.T for r in (equality, substituted)]
+        assert abs(objective[0] - objective[1]) <= 1e-8 * objective[0]
+        assert np.allclose(substituted.Theta, equality.Theta, atol=1e-6 * np.abs(equality.Theta).max())
+        assert np.allclose(substituted.S.sum(axis=1), equality.S.sum(axis=1), atol=1e-6)

@@ -180,7 +180,7 @@ def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, t
             except RuntimeError as error:  # the block method stalled twice: Clarabel solves this round
                 logger.info("network MOM round %d: %s; the round goes to Clarabel", round_, error)
         if restricted is None:
-            restricted = solve_restricted(data, working, lam, threads, basis=cycles)
+            restricted = solve_restricted(data, working, lam, threads, basis=cycles, orders=orders)
         C = predicted_costs(restricted.Theta, data)
         fixed = route_potentials(C, data, orders)
         relaxation = relax(C, restricted.S, data, fixed, working, band, tol)

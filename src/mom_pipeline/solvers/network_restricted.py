@@ -53,12 +53,16 @@ def _theta_entries(data: NetworkSamples, t: np.ndarray, a: np.ndarray, basis: sp
 
 
 def solve_restricted(data: NetworkSamples, working: np.ndarray, lam: float, threads: int = 1,
-                     basis: sp.spmatrix | None = None) -> RestrictedSolution:
+                     basis: sp.spmatrix | None = None, orders: list[np.ndarray] | None = None) -> RestrictedSolution:
     """The MOM QP on the route equalities and the working rows only, by Clarabel; for the
-    per-arc model with `basis` (a sparse cycle basis B), on W with Theta = B W."""
+    per-arc model with `basis` (a sparse cycle basis B), on W with Theta = B W. With the
+    routes' arc `orders` and the shared model, the route nodes' potentials are substituted
+    (`_substituted_rows`): no equality rows and no route potentials."""
     import clarabel
 
     started = time.perf_counter()
+    if orders is not None and data.F is not None and basis is None:
+        return _solve_substituted(data, working, lam, threads, orders, started)
     T, n = data.T, data.n
     if basis is not None:
         basis = sp.csr_matrix(basis)
@@ -114,6 +118,22 @@ def solve_restricted(data: NetworkSamples, working: np.ndarray, lam: float, thre
         gram = sp.kron(basis.T @ basis, sp.identity(data.d), format="csc") * lam
         P = sp.block_diag([sp.triu(gram, format="csc"), sp.csc_matrix((n_vars - p, n_vars - p))], format="csc")
     q_vec = np.r_[np.zeros(p + n_pot), np.full(R, 1.0 / T)]
+    solution, status = _clarabel(P, q_vec, A, b, E, R, p, threads, T)
+    x, z = np.asarray(solution.x), np.asarray(solution.z)
+    S = np.zeros((T, n))
+    S[wt, wa] = np.maximum(x[p + n_pot:], 0.0)
+    flows = np.zeros((T, n))
+    flows[wt, wa] = np.clip(z[E:E + R] * T, 0.0, 1.0)
+    W = x[:p].reshape(-1, data.d)
+    return RestrictedSolution(Theta=W if basis is None else basis @ W, S=S, flows=flows,
+                              iterations=int(solution.iterations), status=status,
+                              seconds=time.perf_counter() - started)
+
+
+def _clarabel(P, q_vec, A, b, E: int, R: int, p: int, threads: int, T: int):
+    """Clarabel on min x'Px/2 + q'x s.t. the first E rows of Ax + s = b equal, the next 2R >= 0."""
+    import clarabel
+
     cones = [clarabel.ZeroConeT(E), clarabel.NonnegativeConeT(2 * R)] if E else [clarabel.NonnegativeConeT(2 * R)]
     settings = clarabel.DefaultSettings()
     settings.verbose = False
@@ -126,15 +146,69 @@ def solve_restricted(data: NetworkSamples, working: np.ndarray, lam: float, thre
     status = str(solution.status)
     if "Solved" not in status:
         raise RuntimeError(f"network MOM: the restricted QP ({T} samples, {R} working rows) was not solved: {status}")
+    return solution, status
+
+
+def _solve_substituted(data: NetworkSamples, working: np.ndarray, lam: float, threads: int,
+                       orders: list[np.ndarray], started: float) -> RestrictedSolution:
+    """The shared model's restricted QP with the route nodes' potentials substituted: the
+    route's equalities fix y_t[v] = (sum of F over the route's arcs from v on)' Theta z_t,
+    linear in the same q x d coefficients every row already carries, so a row into or out of a
+    route node only changes its coefficients (F_a - G_t[tail] + G_t[head]) z_t' and keeps
+    potential columns for its free ends alone. Same optimum as the equality form, with neither
+    the equality rows nor the route potentials (most of the variables: a route has tens of
+    nodes, a sample a few working rows)."""
+    T, n, N, d, q = data.T, data.n, data.n_nodes, data.d, data.q
+    p = q * d
+    F = data.F
+    togo = np.zeros((T, N, q))  # G_t[v]: the route's arc features from route node v to its end
+    on_route = np.zeros((T, N), dtype=bool)
+    for t, order in enumerate(orders):
+        togo[t, data.tails[order]] = np.cumsum(F[order][::-1], axis=0)[::-1]
+        on_route[t, data.tails[order]] = True
+        on_route[t, data.destinations[t]] = True
+    wt, wa = np.nonzero(working)
+    R = wt.size
+    tails, heads = data.tails[wa], data.heads[wa]
+    coefficient = F[wa] - togo[wt, tails] + togo[wt, heads]                     # (R, q)
+    theta_vals = (coefficient[:, :, None] * data.Z[wt][:, None, :]).reshape(R, p)  # vec row by row
+    touched = np.zeros((T, N), dtype=bool)
+    touched[wt, tails] = True
+    touched[wt, heads] = True
+    free = touched & ~on_route
+    rt, ra = np.nonzero(data.routes)
+    grounded = _grounded_nodes(data, touched | on_route, rt, ra, wt, wa) & free
+    variable = free & ~grounded
+    index = np.full((T, N), -1, dtype=np.int64)
+    n_pot = int(variable.sum())
+    index[variable] = p + np.arange(n_pot)
+    rows_r = [np.repeat(np.arange(R), p)]
+    rows_c = [np.tile(np.arange(p), R)]
+    rows_v = [-theta_vals.ravel()]
+    # -(c - y_tail + y_head) - s <= -1, i.e. the margin row in Clarabel's Ax + s = b form.
+    for node, sign in ((tails, 1.0), (heads, -1.0)):
+        col = index[wt, node]
+        ok = col >= 0
+        rows_r.append(np.flatnonzero(ok))
+        rows_c.append(col[ok])
+        rows_v.append(np.full(ok.sum(), sign))
+    slack_cols = p + n_pot + np.arange(R)
+    rows_r += [np.arange(R), R + np.arange(R)]
+    rows_c += [slack_cols, slack_cols]
+    rows_v += [-np.ones(R), -np.ones(R)]
+    n_vars = p + n_pot + R
+    A = sp.csc_matrix((np.concatenate(rows_v), (np.concatenate(rows_r), np.concatenate(rows_c))),
+                      shape=(2 * R, n_vars))
+    b = np.r_[-np.ones(R), np.zeros(R)]
+    P = sp.csc_matrix((np.full(p, lam), (np.arange(p), np.arange(p))), shape=(n_vars, n_vars))
+    q_vec = np.r_[np.zeros(p + n_pot), np.full(R, 1.0 / T)]
+    solution, status = _clarabel(P, q_vec, A, b, 0, R, p, threads, T)
     x, z = np.asarray(solution.x), np.asarray(solution.z)
-    S = np.zeros((T, n))
+    S, flows = np.zeros((T, n)), np.zeros((T, n))
     S[wt, wa] = np.maximum(x[p + n_pot:], 0.0)
-    flows = np.zeros((T, n))
-    flows[wt, wa] = np.clip(z[E:E + R] * T, 0.0, 1.0)
-    W = x[:p].reshape(-1, data.d)
-    return RestrictedSolution(Theta=W if basis is None else basis @ W, S=S, flows=flows,
-                              iterations=int(solution.iterations), status=status,
-                              seconds=time.perf_counter() - started)
+    flows[wt, wa] = np.clip(z[:R] * T, 0.0, 1.0)
+    return RestrictedSolution(Theta=x[:p].reshape(q, d), S=S, flows=flows, iterations=int(solution.iterations),
+                              status=status, seconds=time.perf_counter() - started)
 
 
 def _grounded_nodes(data: NetworkSamples, touched, rt, ra, wt, wa) -> np.ndarray:

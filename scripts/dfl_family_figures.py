@@ -1,14 +1,16 @@
-"""Draw the DFL benchmark's family figure of a problem from saved summary tables, without a run.
+"""Draw the DFL benchmark's figures of a problem from saved summary tables, without a run.
 
-The pipeline draws the same figure (`dfl_benchmark.<problem>.family_figure`) at the end of a
-run; this script redraws it from the ``summary.csv`` files runs left, for instance when a
+The pipeline draws the same figures (`dfl_benchmark.<problem>.family_figure`, and a noise
+level's `figure` with one line per method) at the end of a run; this script redraws them from
+the ``summary.csv`` files runs left, for instance when a
 reduced run was completed by later runs of some of its methods: the tables of one noise level
 are merged in the order given, a later table replacing the rows of the methods it holds.
 The methods' families come from the table's ``family`` column or, for tables saved before it
 existed, from the benchmark's configured methods (conf/base/parameters_dfl_benchmark.yml).
 Usage:
     python scripts/dfl_family_figures.py shortest_path --noise0 A.csv [B.csv ...] --noise05 C.csv [...] \
-        --out figure.png [--merged-prefix docs/figures/dfl_summaries/shortest_path]
+        --out figure.png [--per-method-prefix docs/figures/dfl_all_methods] \
+        [--merged-prefix docs/figures/dfl_summaries/shortest_path]
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ matplotlib.use("Agg")
 import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
 
-from mom_pipeline.pipelines.dfl_benchmark.nodes import method_families, report_families  # noqa: E402
+from mom_pipeline.pipelines.dfl_benchmark.nodes import method_families, noise_level_title, report_families  # noqa: E402
 from mom_pipeline.pipelines.dfl_benchmark.pipeline import PROBLEMS  # noqa: E402
-from mom_pipeline.reporting.dfl import with_families  # noqa: E402
+from mom_pipeline.reporting.dfl import dfl_figure, with_families  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMETERS = ROOT / "conf" / "base" / "parameters_dfl_benchmark.yml"
@@ -61,6 +63,8 @@ def main() -> None:
     parser.add_argument("--noise0", nargs="+", type=Path, required=True)
     parser.add_argument("--noise05", nargs="+", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--per-method-prefix", type=Path,
+                        help="also draw each noise level's figure with a line per method to <prefix>_<noise>.png")
     parser.add_argument("--merged-prefix", type=Path, help="also write the merged tables to <prefix>_<noise>.csv")
     args = parser.parse_args()
     specs = experiments(args.problem)
@@ -72,6 +76,8 @@ def main() -> None:
         tables[noise] = table
         if args.merged_prefix:
             table.to_csv(f"{args.merged_prefix}_{noise}.csv", index=False)
+        if args.per_method_prefix:
+            dfl_figure(table, noise_level_title(specs[noise])).savefig(f"{args.per_method_prefix}_{noise}.png", dpi=120)
     figure = report_families(tables["noise0"], tables["noise05"], specs["noise0"], specs["noise05"])
     figure.savefig(args.out, dpi=120)
     print(f"wrote {args.out}")

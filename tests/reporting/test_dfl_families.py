@@ -9,7 +9,7 @@ import pytest
 
 from mom_pipeline.methods.registry import FAMILIES, METHODS, method_family
 from mom_pipeline.pipelines.dfl_benchmark.nodes import method_families, report_families
-from mom_pipeline.reporting.dfl import dfl_family_figure, family_best, with_families
+from mom_pipeline.reporting.dfl import dfl_family_figure, dfl_figure, family_best, with_families
 
 # label -> (family, regret at degree 1 and 4): "a" beats "b" in its family at degree 1, "b" at 4
 METHOD_ROWS = {"LS": ("two-stage", 0.01, 0.05), "RF": ("two-stage", 0.02, 0.04),
@@ -83,3 +83,17 @@ def test_the_report_node_draws_both_noise_levels_of_the_configured_methods():
     assert "Shortest path" in fig._suptitle.get_text()
     with pytest.raises(ValueError, match="same eps_bar"):
         report_families(table, table, experiment, experiment)
+
+
+def test_method_figure_draws_a_summary_table_with_its_spread_cut_at_zero():
+    table = _summary(0.0)
+    table.loc[table["method"] == "LS", "normalized_regret_std"] = 0.5  # wider than every mean
+    table.loc[table["method"] == "RF", "normalized_regret_std"] = np.nan  # a spread not kept
+    fig = dfl_figure(table, "toy")
+    assert len(fig.axes) == 2 and fig.get_figheight() >= 3.8
+    lows = [np.min(segment[:, 1]) for ax in fig.axes for c in ax.collections for segment in c.get_segments()]
+    assert min(lows) == pytest.approx(0.0)  # LS's bars end at 0, not below it
+    assert len(fig.axes[-1].get_legend().get_texts()) == len(METHOD_ROWS)
+    many = pd.concat([table.assign(method=table["method"] + f" {k}") for k in range(3)])
+    assert dfl_figure(many, "toy").get_figheight() > fig.get_figheight()  # room for 24 legend entries
+    matplotlib.pyplot.close("all")

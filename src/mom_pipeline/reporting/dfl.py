@@ -96,27 +96,32 @@ def dfl_markdown(table: pd.DataFrame, title: str, notes: str) -> str:
     ]) + "\n"
 
 
-def dfl_figure(results: pd.DataFrame, title: str):
+def dfl_figure(table: pd.DataFrame, title: str):
     """One panel per training size: normalized regret against the degree, one line per method
-    (mean over trials, bars: standard deviation); log scale above 1e-3, linear below, so that
-    an exact fit (regret 0, least squares at degree 1 without noise) stays on the plot."""
-    sizes = sorted(results["n_train"].unique())
-    methods = list(dict.fromkeys(results["method"]))
-    fig, axes = plt.subplots(1, len(sizes), figsize=(4.2 * len(sizes) + 1.5, 3.8), squeeze=False, sharey=True)
+    of the summary table `table` (`dfl_table`: mean over trials, bars: standard deviation, none
+    where it is unknown, cut at 0 below); the y axis of `_regret_axis`, so that an exact fit
+    (regret 0, least squares at degree 1 without noise) stays on the plot. The figure grows
+    taller with the number of methods, so that the legend fits."""
+    sizes = sorted(table["n_train"].unique())
+    methods = list(dict.fromkeys(table["method"]))
+    height = max(3.8, 0.19 * len(methods) + 0.6)
+    fig, axes = plt.subplots(1, len(sizes), figsize=(4.2 * len(sizes) + 1.5, height), squeeze=False, sharey=True)
     for ax, size in zip(axes[0], sizes):
-        part = results[results["n_train"] == size]
+        part = table[table["n_train"] == size]
         for i, method in enumerate(methods):
-            stats = part[part["method"] == method].groupby("degree")["normalized_regret"].agg(["mean", "std"])
+            stats = (part[part["method"] == method].set_index("degree").sort_index()
+                     [["normalized_regret_mean", "normalized_regret_std"]].set_axis(["mean", "std"], axis=1))
             # past the palette's colours the lines are told apart by their dashes and markers
             wrap = i // len(PALETTE)
-            ax.errorbar(stats.index + (i - len(methods) / 2) * 0.04, stats["mean"], yerr=stats["std"].fillna(0),
+            spread = stats["std"].fillna(0)
+            ax.errorbar(stats.index + (i - len(methods) / 2) * 0.04, stats["mean"],
+                        yerr=[spread.clip(upper=stats["mean"].clip(lower=0)), spread],
                         marker="osD^"[wrap % 4], ms=4, capsize=2, lw=1.2, ls=["-", "--", ":", "-."][wrap % 4],
                         color=PALETTE[i % len(PALETTE)], label=method)
         ax.set_title(f"T = {size}", fontsize=10)
         ax.set_xlabel("polynomial degree")
         ax.set_xticks(sorted(part["degree"].unique()))
-        ax.set_yscale("symlog", linthresh=1e-3)
-        ax.grid(alpha=0.3, which="both")
+        _regret_axis(ax, float((table["normalized_regret_mean"] - table["normalized_regret_std"].fillna(0)).min()))
     axes[0][0].set_ylabel("normalized regret")
     axes[0][-1].legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.suptitle(title)

@@ -14,6 +14,12 @@ from mom_pipeline.reporting.dfl import dfl_family_figure, dfl_figure, dfl_markdo
 PROBLEM_TITLES = {"shortest_path": "Shortest path 5x5", "multi_knapsack": "Knapsack 2 x 32 (LP relaxation)"}
 
 
+def noise_level_title(experiment: dict) -> str:
+    """The title of a noise level's table and figure: the problem and the noise half-width."""
+    spec = parse_spec(experiment)
+    return f"{PROBLEM_TITLES.get(spec.problem, spec.problem)}, noise half-width {float(spec.fixed.get('eps_bar', 0.0)):g}"
+
+
 def method_families(experiment: dict) -> dict[str, str]:
     """Method label -> family (`methods.registry.method_family`) of an experiment's methods."""
     return {label: method_family(cfg.estimator, cfg.x_star_only) for label, cfg in parse_spec(experiment).methods.items()}
@@ -32,19 +38,18 @@ def report_noise_level(*cells):
     results = dfl_results(list(cells[0::3]), list(cells[1::3]), [spec.fixed for spec in specs])
     families = {label: family for experiment in cells[2::3] for label, family in method_families(experiment).items()}
     table = with_families(dfl_table(results), families)
-    (eps_bar,) = noise
     first = specs[0]
     problems = {spec.problem for spec in specs}
     if len(problems) != 1:
         raise ValueError(f"the experiments of one noise level solve different problems: {sorted(problems)}")
-    title = f"{PROBLEM_TITLES.get(first.problem, first.problem)}, noise half-width {eps_bar:g}"
+    title = noise_level_title(cells[2])
     costs = (f"{first.fixed.get('cost_formula', 'paper')} formula" if first.problem == "shortest_path"
              else "PyEPO's knapsack generator, LP relaxation")
     notes = (f"Costs: {costs}; {first.fixed.get('n_test')} test samples; "
              f"experiments {', '.join(spec.name for spec in specs)} (seed {first.seed}, {first.trials} trials each; "
              "the sizes share their data seeds). Normalized regret = sum of regrets / sum of optimal values "
              "over the test samples of a trial.")
-    figure = dfl_figure(results, title)
+    figure = dfl_figure(table, title)
     plt.close(figure)
     return table, dfl_markdown(table, title, notes), figure
 

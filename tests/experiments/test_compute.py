@@ -136,3 +136,35 @@ def test_a_training_failure_is_not_reported_as_a_failed_save(tmp_path):
         ModelTrainingDataset(str(tmp_path / "models.json")).save(plan)
     assert str(raised.value).startswith("training the models of fig1 failed (ComputeBackendError): a worker process")
     assert "Failed while saving" not in str(raised.value)
+
+
+def test_a_dask_cluster_left_without_worker_is_said_naming_the_scheduler(caplog):
+    """Issue 51 item 11: a dead worker without a nanny to restart it (the only one, `dask worker
+    --no-nanny`, killed -9) left the run waiting for a worker with nothing on the console."""
+    import threading
+    import types
+
+    from mom_pipeline.experiments.compute import _said_while_no_worker
+
+    workers = {"tcp://127.0.0.1:40001": {}}
+    asked = threading.Event()
+
+    def scheduler_info():
+        asked.set()
+        return {"workers": dict(workers)}
+
+    client = types.SimpleNamespace(scheduler_info=scheduler_info)
+    address = "tcp://127.0.0.1:8786"
+    with caplog.at_level("WARNING", logger="mom_pipeline.experiments.compute"):
+        with _said_while_no_worker(client, address, grace=0.05, poll=0.01):
+            assert asked.wait(5)
+            assert not caplog.records  # a worker is there: nothing to say
+            workers.clear()  # it dies
+            for _ in range(500):
+                if caplog.records:
+                    break
+                threading.Event().wait(0.01)
+    (record,) = caplog.records[:1]
+    message = record.getMessage()
+    assert f"the cluster at '{address}' has had no worker" in message
+    assert f"start `dask worker {address}`" in message and "the next run resumes" in message

@@ -123,7 +123,7 @@ def _backend(config: ComputeConfig, **options):
                 f"({type(error).__name__}: {error}); start one (`dask scheduler`, then `dask worker "
                 f"{config.dask_address}`), correct the address, or set compute.backend to loky or sequential"
             ) from error
-        with client, _said_while_no_worker(client, config.dask_address):
+        with client:
             log.info("dask: computing on %s (%d workers)", config.dask_address,
                      len(client.scheduler_info().get("workers", {})))
             with joblib.parallel_config(backend="dask"):
@@ -139,46 +139,6 @@ def _backend(config: ComputeConfig, **options):
                                     category=UserWarning)
             options.update(initializer=_exit_with_parent, initargs=(os.getpid(),), idle_worker_timeout=60)
         yield joblib.Parallel(n_jobs=config.n_jobs, backend=config.backend, **options)
-
-
-# How long a Dask cluster may have no worker before the run says so (again each period):
-# long enough for a nanny to restart a killed worker, or an autoscaler to add one.
-NO_WORKER_GRACE_SECONDS = 30.0
-
-
-@contextlib.contextmanager
-def _said_while_no_worker(client, address: str, grace: float = NO_WORKER_GRACE_SECONDS, poll: float = 2.0):
-    """Warn, naming the scheduler, while its cluster has no worker. When the last worker dies
-    (kill -9, out of memory, without a nanny to restart it) the scheduler keeps the trials
-    waiting for a worker to join, and the run waited with nothing on the console."""
-    import threading
-
-    stop = threading.Event()
-
-    def watch():
-        since = None
-        while not stop.wait(poll):
-            try:
-                workers = client.scheduler_info().get("workers", {})
-            except Exception:  # the scheduler itself gone: the run's own call fails and says so
-                return
-            if workers:
-                since = None
-            elif since is None:
-                since = time.monotonic()
-            elif time.monotonic() - since >= grace:
-                log.warning("dask: the cluster at %r has had no worker for %.0f s (the last one died or left); the "
-                            "trials wait for one: start `dask worker %s`, or stop the run (trials finished before "
-                            "are kept: the next run resumes from them)", address, time.monotonic() - since, address)
-                since = time.monotonic()
-
-    watcher = threading.Thread(target=watch, name="dask-no-worker-watch", daemon=True)
-    watcher.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        watcher.join(timeout=poll + 1)
 
 
 def _lost_worker_errors(config: ComputeConfig) -> tuple:
@@ -228,5 +188,15 @@ def imap_trials(fn: Callable, items: Iterable, config: ComputeConfig, desc: str 
                     f"a worker process{where} died during a trial ({type(error).__name__}: {first_line}): killed, or "
                     "out of memory (a smaller compute.n_jobs gives each worker more); the trials finished before are "
                     "kept: the next run resumes from them") from error
+            except TimeoutError as error:
+                # joblib's dask backend waits 10 s for a worker, then says to raise a timeout in
+                # code: the cluster, not the timeout, is what to look at
+                if config.backend != "dask" or "has no worker" not in str(error):
+                    raise
+                raise ComputeBackendError(
+                    f"the Dask cluster at compute.dask_address {config.dask_address!r} has no worker: none was "
+                    "started, or the last one died (killed, or out of memory, with no nanny to restart it). Start one "
+                    f"(`dask worker {config.dask_address}`) and rerun: the trials finished before are kept, the next "
+                    "run resumes from them") from error
     finally:
         tracker.close()

@@ -21,6 +21,8 @@ manifest and its files stay complete.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import html
 import json
 import logging
@@ -78,15 +80,43 @@ class DamagedVersionNamed:
                 "<dataset>:<version>, or rerun the node that writes it") from cause
 
 
-class RunPickleDataset(OwnRunVersion, DamagedVersionNamed, PickleDataset):
+class FailedSaveLeavesNoVersion:
+    """Mixin for a versioned dataset: a save that fails (a full disk, a file-size limit, an
+    object that cannot be written) removes what it wrote of its version and names the path.
+
+    Otherwise the partial file stays as the newest version: every later run that reads the
+    dataset (``prescribe`` after a failed ``inverse``) stops on it although the previous
+    version is complete, and the error itself named only the dataset ("inverse.problem: ...
+    [Errno 28] No space left on device"), not where the disk is full."""
+
+    def save(self, data) -> None:
+        try:
+            super().save(data)
+        except Exception as error:
+            path = Path(self._get_versioned_path(self.resolve_save_version()))
+            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # the folder holds another file, or was never made
+                path.parent.rmdir()
+            cause = error.__cause__ if isinstance(error, DatasetError) and error.__cause__ else error
+            remedy = (" The disk is full: free space under it (`make clean-data KEEP=3` keeps the newest three "
+                      "versions of every dataset), then rerun." if getattr(cause, "errno", None) in _NO_ROOM else "")
+            raise DatasetError(f"{path} could not be written ({type(cause).__name__}: {cause}); what was written "
+                               f"of version {path.parent.name!r} is removed, earlier versions are untouched."
+                               f"{remedy}") from error
+
+
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+class RunPickleDataset(OwnRunVersion, DamagedVersionNamed, FailedSaveLeavesNoVersion, PickleDataset):
     """pickle.PickleDataset that reads back its own run's version (`OwnRunVersion`)."""
 
 
-class RunParquetDataset(OwnRunVersion, DamagedVersionNamed, ParquetDataset):
+class RunParquetDataset(OwnRunVersion, DamagedVersionNamed, FailedSaveLeavesNoVersion, ParquetDataset):
     """pandas.ParquetDataset that reads back its own run's version (`OwnRunVersion`)."""
 
 
-class RunCSVDataset(OwnRunVersion, DamagedVersionNamed, CSVDataset):
+class RunCSVDataset(OwnRunVersion, DamagedVersionNamed, FailedSaveLeavesNoVersion, CSVDataset):
     """pandas.CSVDataset that reads back its own run's version (`OwnRunVersion`)."""
 
 

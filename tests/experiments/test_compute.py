@@ -136,3 +136,17 @@ def test_a_training_failure_is_not_reported_as_a_failed_save(tmp_path):
         ModelTrainingDataset(str(tmp_path / "models.json")).save(plan)
     assert str(raised.value).startswith("training the models of fig1 failed (ComputeBackendError): a worker process")
     assert "Failed while saving" not in str(raised.value)
+
+
+
+@pytest.mark.slow  # joblib waits its 10 s for a worker
+def test_a_dask_cluster_without_worker_names_the_scheduler():
+    """Issue 51 item 11: the only worker (`dask worker --no-nanny`) killed -9 during a run
+    surfaced as joblib's "DaskDistributedBackend has no worker after 10 seconds ... increase
+    the joblib/dask connection timeout with: parallel_config(...)", the scheduler not named."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(host="127.0.0.1", n_workers=0, processes=True, dashboard_address=None) as cluster:
+        address = cluster.scheduler_address
+        with pytest.raises(ComputeBackendError, match=rf"the Dask cluster at compute.dask_address '{address}' has no "
+                                                      rf"worker: .*`dask worker {address}`.*the next run resumes"):
+            map_trials(pow, [(2, 2), (3, 2)], ComputeConfig(backend="dask", n_jobs=2, dask_address=address))

@@ -89,6 +89,19 @@ def test_a_duplicated_header_in_a_csv_file_is_refused_naming_file_and_column(tmp
     assert list(InputTableDataset(filepath=str(features)).load().columns) == ["id", "rain_mm", "rain_mm.1"]
 
 
+@pytest.mark.parametrize("optional", [False, True])
+def test_an_empty_table_file_is_refused_naming_it(tmp_path, optional):
+    """It stopped the run with Kedro's 'Failed while loading data' and pandas' 'No columns to
+    parse from file' in a traceback."""
+    features = tmp_path / "features.csv"
+    features.write_text("")
+    # Kedro wraps the dataset's error in a DatasetError that keeps its message
+    with pytest.raises(Exception, match=r"features.csv': the file is empty \(not even a header line\); "
+                                        r"it must hold one row per observation: id and the feature columns") as raised:
+        InputTableDataset(filepath=str(features), optional=optional).load()
+    assert isinstance(raised.value.__cause__ or raised.value, InverseInputError)  # one line on the console
+
+
 def test_a_dataframe_with_a_duplicated_column_is_refused():
     tables = _tables(n_observations=20)
     features = tables["features"]

@@ -188,5 +188,15 @@ def imap_trials(fn: Callable, items: Iterable, config: ComputeConfig, desc: str 
                     f"a worker process{where} died during a trial ({type(error).__name__}: {first_line}): killed, or "
                     "out of memory (a smaller compute.n_jobs gives each worker more); the trials finished before are "
                     "kept: the next run resumes from them") from error
+            except TimeoutError as error:
+                # joblib's dask backend waits 10 s for a worker, then says to raise a timeout in
+                # code: the cluster, not the timeout, is what to look at
+                if config.backend != "dask" or "has no worker" not in str(error):
+                    raise
+                raise ComputeBackendError(
+                    f"the Dask cluster at compute.dask_address {config.dask_address!r} has no worker: none was "
+                    "started, or the last one died (killed, or out of memory, with no nanny to restart it). Start one "
+                    f"(`dask worker {config.dask_address}`) and rerun: the trials finished before are kept, the next "
+                    "run resumes from them") from error
     finally:
         tracker.close()

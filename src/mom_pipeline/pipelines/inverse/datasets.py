@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+from kedro.io.core import DatasetError
 from kedro_datasets.pandas import CSVDataset
 
 from mom_pipeline.inverse.schema import ID, InverseInputError
@@ -51,14 +52,22 @@ class InputTableDataset(CSVDataset):
 
     def load(self) -> pd.DataFrame:
         shown = shown_path(self._get_load_path(), self._protocol)
+        what = TABLE_CONTENTS.get(Path(str(self._get_load_path())).stem, "see docs/inverse_inputs.md")
         if not self._exists():
             if not self._optional:
-                what = TABLE_CONTENTS.get(Path(str(self._get_load_path())).stem, "see docs/inverse_inputs.md")
                 raise MissingInputTable(shown, f"no such file; it must hold {what} (docs/inverse_inputs.md)")
             table = pd.DataFrame()
             table.attrs[FILEPATH] = shown
             return table
-        table = super().load()
+        try:
+            table = super().load()
+        except DatasetError as error:
+            # pandas' "No columns to parse from file", the file not named (a save cut short, a
+            # wrong export): even an optional table's empty file is refused, as likely damaged
+            if isinstance(error.__cause__, pd.errors.EmptyDataError):
+                raise InverseInputError(shown, f"the file is empty (not even a header line); it must hold {what} "
+                                               "(docs/inverse_inputs.md)") from error
+            raise
         table.attrs[FILEPATH] = shown
         duplicates = duplicated_names(self._header())
         if duplicates:

@@ -120,9 +120,10 @@ def judge_error(run: Run, *needles: str, correct_if_ok: Callable[[], tuple[bool,
 
 
 def _last_error_line(run: Run) -> str:
-    lines = [line.strip() for line in run.output.splitlines() if line.strip()]
+    lines = [line.strip() for line in run.output.splitlines()
+             if line.strip() and not line.strip().startswith("For further information visit")]  # pydantic's
     for line in reversed(lines):
-        if re.search(r"error|refus|cannot|must|invalid|no space|read-only|died", line, re.IGNORECASE):
+        if re.search(r"error|refus|cannot|must|should|invalid|no space|read-only|died", line, re.IGNORECASE):
             return line[:220]
     return (lines or [""])[-1][:220]
 
@@ -311,7 +312,7 @@ def params_huge_lambda(c: Cases, p: Path):
 @case("bad parameters")
 def params_zero_folds(c: Cases, p: Path):
     return judge_error(kedro(p, "--pipelines", "inverse", "--params", "inverse.tuning.n_folds=0"),
-                       "inverse.tuning.n_folds")
+                       "tuning.n_folds")
 
 
 # --- concurrent runs, kill -9 ----------------------------------------------------------------------

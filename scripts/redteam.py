@@ -120,9 +120,10 @@ def judge_error(run: Run, *needles: str, correct_if_ok: Callable[[], tuple[bool,
 
 
 def _last_error_line(run: Run) -> str:
-    lines = [line.strip() for line in run.output.splitlines() if line.strip()]
+    lines = [line.strip() for line in run.output.splitlines()
+             if line.strip() and not line.strip().startswith("For further information visit")]  # pydantic's
     for line in reversed(lines):
-        if re.search(r"error|refus|cannot|must|invalid|no space|read-only|died", line, re.IGNORECASE):
+        if re.search(r"error|refus|cannot|must|should|invalid|no space|read-only|died", line, re.IGNORECASE):
             return line[:220]
     return (lines or [""])[-1][:220]
 
@@ -311,7 +312,7 @@ def params_huge_lambda(c: Cases, p: Path):
 @case("bad parameters")
 def params_zero_folds(c: Cases, p: Path):
     return judge_error(kedro(p, "--pipelines", "inverse", "--params", "inverse.tuning.n_folds=0"),
-                       "inverse.tuning.n_folds")
+                       "tuning.n_folds")
 
 
 # --- concurrent runs, kill -9 ----------------------------------------------------------------------
@@ -342,13 +343,25 @@ def _run_until(project: Path, marker: str, *args: str, timeout: float = 300) -> 
     return process, log.read_text()
 
 
-@case("kill -9")
-def kill_during_inverse_then_rerun(c: Cases, p: Path):
+def _signal_mid_inverse(p: Path, signum: int) -> subprocess.Popen | None:
+    """An inverse run sent `signum` after its second node; None when it ended before."""
     process, _ = _run_until(p, "Completed 2 out of", "--pipelines", "inverse")
     if process.poll() is not None:
+        return None
+    os.killpg(process.pid, signum)
+    try:
+        EXIT_CODES.append(process.wait(timeout=120))
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
+    return process
+
+
+@case("kill -9")
+def kill_during_inverse_then_rerun(c: Cases, p: Path):
+    if not _signal_mid_inverse(p, signal.SIGKILL):
         return "skipped", "the run ended before the kill"
-    os.killpg(process.pid, signal.SIGKILL)
-    EXIT_CODES.append(process.wait())
     run = kedro(p, "--pipelines", "inverse")
     if run.returncode:
         return "unclear error", f"the rerun after kill -9 failed: {_last_error_line(run)}"
@@ -357,6 +370,24 @@ def kill_during_inverse_then_rerun(c: Cases, p: Path):
         latest(p, "07_model_output/inverse/prescriptions.csv"), c.baseline["07_model_output/inverse/prescriptions.csv"])
     return ("correct", "rerun and prescribe equal the uninterrupted run") if same else (
         "silent wrong", "prescriptions after the kill differ")
+
+
+@case("kill -9")
+def ctrl_c_during_inverse(c: Cases, p: Path):
+    """An interrupted run must not look successful (issue 51 item 6): its run report says so."""
+    try:
+        process = _signal_mid_inverse(p, signal.SIGINT)
+    except subprocess.TimeoutExpired:
+        return "unclear error", "the run did not stop within 120 s of Ctrl-C"
+    if not process:
+        return "skipped", "the run ended before the interrupt"
+    reports = sorted((p / "data/08_reporting/run_reports").glob("*.md"))
+    newest = reports[-1].read_text() if reports else ""
+    if process.returncode == 0:
+        return "silent wrong", "exit 0 after Ctrl-C"
+    said = re.search(r"interrupt|killed|failed", newest, re.IGNORECASE)
+    return ("clear error", "the run report says: " + said.group(0)) if said else (
+        "unclear error", "no run report names the interruption")
 
 
 @case("kill -9")
@@ -417,15 +448,20 @@ def _data_on_tmpfs(p: Path, mount: Path, size: str):
     return _on_tmpfs(p, mount, size, ("data",))
 
 
-def _store_on_tmpfs(p: Path, mount: Path):
+def _make_store(p: Path) -> None:
+    """The project's MLflow store with its tables, as after a first tracked run."""
     (p / "mlartifacts").mkdir(exist_ok=True)
-    if not (p / "mlflow.db").exists():  # a store with its tables, as after a first run
+    if not (p / "mlflow.db").exists():
         sys.path.insert(0, str(ROOT / "src"))
         from mlflow.tracking import MlflowClient
 
         from mom_pipeline.tracking import local_tracking_uri
         with contextlib.chdir(p):
             MlflowClient(tracking_uri=local_tracking_uri(p)).search_experiments()
+
+
+def _store_on_tmpfs(p: Path, mount: Path):
+    _make_store(p)
     return _on_tmpfs(p, mount, "4m", ("mlflow.db", "mlartifacts"))
 
 
@@ -492,16 +528,37 @@ def read_only_data_folder(c: Cases, p: Path):
     return verdict
 
 
-@case("storage")
-def corrupt_tracking_store(c: Cases, p: Path):
-    (p / "mlflow.db").write_bytes(b"this is not a database" * 100)
-    run = kedro(p, "--pipelines", "inverse")
+def _judge_untracked_run(c: Cases, p: Path, run: Run) -> tuple[str, str]:
+    """A store that cannot be used: the run goes on untracked, with a warning naming it."""
     if run.returncode == 0:
         ok, note = c.theta_is_baseline(p)
         said = "mlflow.db" in run.output
         return ("correct" if ok and said else "silent wrong" if not ok else "unclear error"), (
             note + ("; a warning names mlflow.db" if said else "; nothing names mlflow.db"))
     return judge_error(run, "mlflow.db")
+
+
+@case("storage")
+def corrupt_tracking_store(c: Cases, p: Path):
+    (p / "mlflow.db").write_bytes(b"this is not a database" * 100)
+    run = kedro(p, "--pipelines", "inverse")
+    return _judge_untracked_run(c, p, run)
+
+
+@case("storage")
+def locked_tracking_store(c: Cases, p: Path):
+    """Another process holds an exclusive lock on mlflow.db for the whole run."""
+    _make_store(p)
+    locker = subprocess.Popen([sys.executable, "-c", "import sqlite3, sys, time; db = sqlite3.connect(sys.argv[1], "
+                               "isolation_level=None); db.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); "
+                               "time.sleep(3600)", str(p / "mlflow.db")], stdout=subprocess.PIPE, text=True)
+    try:
+        locker.stdout.readline()
+        run = kedro(p, "--pipelines", "inverse", timeout=400)
+    finally:
+        locker.kill()
+        locker.wait()
+    return _judge_untracked_run(c, p, run)
 
 
 # --- Dask ------------------------------------------------------------------------------------------
@@ -526,6 +583,7 @@ def dask_cluster(p: Path, nanny: bool):
     logs = (p / "scheduler.log").open("w"), (p / "worker.log").open("w")
     scheduler = subprocess.Popen(["nice", "-n", "10", DASK, "scheduler", "--host", "127.0.0.1", "--port", str(port),
                                   "--no-dashboard"], stdout=logs[0], stderr=subprocess.STDOUT, start_new_session=True)
+    SCHEDULERS.append(scheduler)
     worker = subprocess.Popen(["nice", "-n", "10", DASK, "worker", address, "--nthreads", "1", "--no-dashboard",
                                *([] if nanny else ["--no-nanny"])], cwd=p, env=_env(), stdout=logs[1],
                               stderr=subprocess.STDOUT, start_new_session=True)
@@ -539,6 +597,9 @@ def dask_cluster(p: Path, nanny: bool):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+SCHEDULERS: list[subprocess.Popen] = []  # the scheduler of the current cluster is the last
 
 
 def _worker_process(worker: subprocess.Popen, nanny: bool) -> int:
@@ -573,6 +634,26 @@ def _kill_worker_during_fig1(c: Cases, p: Path, nanny: bool):
         run = Run(process.returncode, (p / "killed.log").read_text())
         if run.returncode == 0:
             return "correct", f"killed after {done} of 8 trials; a restarted worker took the rest over, the run finished"
+        return judge_error(run, address)
+
+
+@case("dask")
+def dask_scheduler_killed_during_run(c: Cases, p: Path):
+    with dask_cluster(p, nanny=True) as (address, worker):
+        params = (f"fig1.experiment.trials=8,fig1.experiment.sweep.values=[1],storage.resume=false,"
+                  f"compute.backend=dask,compute.n_jobs=2,compute.dask_address={address}")
+        process, _ = _run_until(p, "dask: computing on", *FIG1, "--params", params)
+        time.sleep(0.5)
+        os.killpg(SCHEDULERS[-1].pid, signal.SIGKILL)
+        try:
+            EXIT_CODES.append(process.wait(timeout=200))
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return "unclear error", "the run waited 200 s after the scheduler died and said nothing"
+        run = Run(process.returncode, (p / "killed.log").read_text())
+        if run.returncode == 0:
+            return "correct", "the run finished (the trials were done before the scheduler went)"
         return judge_error(run, address)
 
 

@@ -120,6 +120,26 @@ def test_a_dead_dask_worker_names_the_cluster(monkeypatch):
         map_trials(pow, [(2, 2)], ComputeConfig(backend="dask", n_jobs=2, dask_address=address))
 
 
+def test_a_dask_scheduler_lost_during_the_trials_is_named(monkeypatch):
+    """A scheduler killed during a run surfaced as "training the models of fig1 failed
+    (CommClosedError): ConnectionPool closing." (the client's error, raised as it would be)."""
+    distributed = pytest.importorskip("distributed")
+    import contextlib
+
+    from mom_pipeline.experiments import compute
+
+    def lost(tasks):
+        raise distributed.comm.CommClosedError("ConnectionPool closing.")
+        yield
+
+    monkeypatch.setattr(compute, "_backend", lambda config, **options: contextlib.nullcontext(lost))
+    address = "tcp://127.0.0.1:8786"
+    with pytest.raises(ComputeBackendError, match=rf"the connection to the Dask scheduler at compute.dask_address "
+                                                  rf"'{address}' was lost during the trials \(CommClosedError: "
+                                                  r"ConnectionPool closing.\).*the next run resumes"):
+        map_trials(pow, [(2, 2)], ComputeConfig(backend="dask", n_jobs=2, dask_address=address))
+
+
 def test_a_training_failure_is_not_reported_as_a_failed_save(tmp_path):
     from kedro.io.core import DatasetError
 

@@ -152,6 +152,15 @@ def _lost_worker_errors(config: ComputeConfig) -> tuple:
     return (TerminatedWorkerError,)
 
 
+def _lost_scheduler_errors(config: ComputeConfig) -> tuple:
+    """The exceptions by which the Dask client reports its scheduler gone (none for loky)."""
+    if config.backend != "dask":
+        return ()
+    from distributed.comm import CommClosedError
+
+    return (CommClosedError,)
+
+
 def map_trials(fn: Callable, items: Iterable, config: ComputeConfig, desc: str = "") -> list:
     """[fn(*item) for item in items] on the configured backend, results in input order."""
     return list(imap_trials(fn, items, config, desc=desc))
@@ -188,6 +197,12 @@ def imap_trials(fn: Callable, items: Iterable, config: ComputeConfig, desc: str 
                     f"a worker process{where} died during a trial ({type(error).__name__}: {first_line}): killed, or "
                     "out of memory (a smaller compute.n_jobs gives each worker more); the trials finished before are "
                     "kept: the next run resumes from them") from error
+            except _lost_scheduler_errors(config) as error:
+                raise ComputeBackendError(
+                    f"the connection to the Dask scheduler at compute.dask_address {config.dask_address!r} was lost "
+                    f"during the trials ({type(error).__name__}: {error}): the scheduler stopped or is out of reach. "
+                    "Start it again (`dask scheduler`, then its workers) and rerun: the trials finished before are "
+                    "kept, the next run resumes from them") from error
             except TimeoutError as error:
                 # joblib's dask backend waits 10 s for a worker, then says to raise a timeout in
                 # code: the cluster, not the timeout, is what to look at

@@ -152,13 +152,16 @@ def _lost_worker_errors(config: ComputeConfig) -> tuple:
     return (TerminatedWorkerError,)
 
 
-def _lost_scheduler_errors(config: ComputeConfig) -> tuple:
-    """The exceptions by which the Dask client reports its scheduler gone (none for loky)."""
+def _scheduler_lost(config: ComputeConfig, error: OSError) -> bool:
+    """Whether `error` is the Dask client's report of its scheduler gone: the connection closed
+    ("ConnectionPool closing."), or no answer at its address ("Timed out trying to connect to
+    <address>"), not a trial's own OSError."""
     if config.backend != "dask":
-        return ()
+        return False
     from distributed.comm import CommClosedError
 
-    return (CommClosedError,)
+    address = (config.dask_address or "").split("://")[-1]
+    return isinstance(error, CommClosedError) or bool(address) and address in str(error)
 
 
 def map_trials(fn: Callable, items: Iterable, config: ComputeConfig, desc: str = "") -> list:
@@ -197,7 +200,9 @@ def imap_trials(fn: Callable, items: Iterable, config: ComputeConfig, desc: str 
                     f"a worker process{where} died during a trial ({type(error).__name__}: {first_line}): killed, or "
                     "out of memory (a smaller compute.n_jobs gives each worker more); the trials finished before are "
                     "kept: the next run resumes from them") from error
-            except _lost_scheduler_errors(config) as error:
+            except OSError as error:
+                if not _scheduler_lost(config, error):
+                    raise
                 raise ComputeBackendError(
                     f"the connection to the Dask scheduler at compute.dask_address {config.dask_address!r} was lost "
                     f"during the trials ({type(error).__name__}: {error}): the scheduler stopped or is out of reach. "

@@ -200,23 +200,21 @@ def imap_trials(fn: Callable, items: Iterable, config: ComputeConfig, desc: str 
                     f"a worker process{where} died during a trial ({type(error).__name__}: {first_line}): killed, or "
                     "out of memory (a smaller compute.n_jobs gives each worker more); the trials finished before are "
                     "kept: the next run resumes from them") from error
-            except OSError as error:
-                if not _scheduler_lost(config, error):
-                    raise
-                raise ComputeBackendError(
-                    f"the connection to the Dask scheduler at compute.dask_address {config.dask_address!r} was lost "
-                    f"during the trials ({type(error).__name__}: {error}): the scheduler stopped or is out of reach. "
-                    "Start it again (`dask scheduler`, then its workers) and rerun: the trials finished before are "
-                    "kept, the next run resumes from them") from error
-            except TimeoutError as error:
-                # joblib's dask backend waits 10 s for a worker, then says to raise a timeout in
-                # code: the cluster, not the timeout, is what to look at
-                if config.backend != "dask" or "has no worker" not in str(error):
-                    raise
-                raise ComputeBackendError(
-                    f"the Dask cluster at compute.dask_address {config.dask_address!r} has no worker: none was "
-                    "started, or the last one died (killed, or out of memory, with no nanny to restart it). Start one "
-                    f"(`dask worker {config.dask_address}`) and rerun: the trials finished before are kept, the next "
-                    "run resumes from them") from error
+            except OSError as error:  # TimeoutError is one too
+                if config.backend == "dask" and isinstance(error, TimeoutError) and "has no worker" in str(error):
+                    # joblib's dask backend waits 10 s for a worker, then says to raise a timeout in
+                    # code: the cluster, not the timeout, is what to look at
+                    raise ComputeBackendError(
+                        f"the Dask cluster at compute.dask_address {config.dask_address!r} has no worker: none was "
+                        "started, or the last one died (killed, or out of memory, with no nanny to restart it). Start "
+                        f"one (`dask worker {config.dask_address}`) and rerun: the trials finished before are kept, "
+                        "the next run resumes from them") from error
+                if _scheduler_lost(config, error):
+                    raise ComputeBackendError(
+                        f"the connection to the Dask scheduler at compute.dask_address {config.dask_address!r} was "
+                        f"lost during the trials ({type(error).__name__}: {error}): the scheduler stopped or is out of "
+                        "reach. Start it again (`dask scheduler`, then its workers) and rerun: the trials finished "
+                        "before are kept, the next run resumes from them") from error
+                raise
     finally:
         tracker.close()

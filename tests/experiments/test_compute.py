@@ -1,5 +1,7 @@
 """Trials fanned out on loky and on a dask.distributed cluster give the sequential numbers."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -118,6 +120,37 @@ def test_a_dead_dask_worker_names_the_cluster(monkeypatch):
     with pytest.raises(ComputeBackendError, match=rf"worker process of the Dask cluster at '{address}' died during "
                                                   r"a trial \(KilledWorker: .*the next run resumes"):
         map_trials(pow, [(2, 2)], ComputeConfig(backend="dask", n_jobs=2, dask_address=address))
+
+
+ADDRESS = "tcp://127.0.0.1:8786"
+
+
+@pytest.mark.parametrize("kind, message", [("CommClosedError", "ConnectionPool closing."),
+                                           ("OSError", f"Timed out trying to connect to {ADDRESS} after 30 s")])
+def test_a_dask_scheduler_lost_during_the_trials_is_named(monkeypatch, kind, message):
+    """A scheduler killed during a run surfaced as "training the models of fig1 failed
+    (CommClosedError): ConnectionPool closing." or "(OSError): Timed out trying to connect to
+    ..." (the client's errors, raised here as it raises them); a trial's own OSError is its own."""
+    distributed = pytest.importorskip("distributed")
+    import contextlib
+
+    from mom_pipeline.experiments import compute
+
+    error = {"CommClosedError": distributed.comm.CommClosedError, "OSError": OSError}[kind](message)
+
+    def lost(tasks):
+        raise error
+        yield
+
+    monkeypatch.setattr(compute, "_backend", lambda config, **options: contextlib.nullcontext(lost))
+    config = ComputeConfig(backend="dask", n_jobs=2, dask_address=ADDRESS)
+    with pytest.raises(ComputeBackendError, match=rf"the connection to the Dask scheduler at compute.dask_address "
+                                                  rf"'{ADDRESS}' was lost during the trials \({kind}: "
+                                                  rf"{re.escape(message)}\).*the next run resumes"):
+        map_trials(pow, [(2, 2)], config)
+    error = OSError("[Errno 28] No space left on device: '/data/trial.pkl'")
+    with pytest.raises(OSError, match="No space left"):
+        map_trials(pow, [(2, 2)], config)
 
 
 def test_a_training_failure_is_not_reported_as_a_failed_save(tmp_path):

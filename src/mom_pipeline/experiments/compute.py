@@ -152,6 +152,18 @@ def _lost_worker_errors(config: ComputeConfig) -> tuple:
     return (TerminatedWorkerError,)
 
 
+def _scheduler_lost(config: ComputeConfig, error: OSError) -> bool:
+    """Whether `error` is the Dask client's report of its scheduler gone: the connection closed
+    ("ConnectionPool closing."), or no answer at its address ("Timed out trying to connect to
+    <address>"), not a trial's own OSError."""
+    if config.backend != "dask":
+        return False
+    from distributed.comm import CommClosedError
+
+    address = (config.dask_address or "").split("://")[-1]
+    return isinstance(error, CommClosedError) or bool(address) and address in str(error)
+
+
 def map_trials(fn: Callable, items: Iterable, config: ComputeConfig, desc: str = "") -> list:
     """[fn(*item) for item in items] on the configured backend, results in input order."""
     return list(imap_trials(fn, items, config, desc=desc))
@@ -188,15 +200,21 @@ def imap_trials(fn: Callable, items: Iterable, config: ComputeConfig, desc: str 
                     f"a worker process{where} died during a trial ({type(error).__name__}: {first_line}): killed, or "
                     "out of memory (a smaller compute.n_jobs gives each worker more); the trials finished before are "
                     "kept: the next run resumes from them") from error
-            except TimeoutError as error:
-                # joblib's dask backend waits 10 s for a worker, then says to raise a timeout in
-                # code: the cluster, not the timeout, is what to look at
-                if config.backend != "dask" or "has no worker" not in str(error):
-                    raise
-                raise ComputeBackendError(
-                    f"the Dask cluster at compute.dask_address {config.dask_address!r} has no worker: none was "
-                    "started, or the last one died (killed, or out of memory, with no nanny to restart it). Start one "
-                    f"(`dask worker {config.dask_address}`) and rerun: the trials finished before are kept, the next "
-                    "run resumes from them") from error
+            except OSError as error:  # TimeoutError is one too
+                if config.backend == "dask" and isinstance(error, TimeoutError) and "has no worker" in str(error):
+                    # joblib's dask backend waits 10 s for a worker, then says to raise a timeout in
+                    # code: the cluster, not the timeout, is what to look at
+                    raise ComputeBackendError(
+                        f"the Dask cluster at compute.dask_address {config.dask_address!r} has no worker: none was "
+                        "started, or the last one died (killed, or out of memory, with no nanny to restart it). Start "
+                        f"one (`dask worker {config.dask_address}`) and rerun: the trials finished before are kept, "
+                        "the next run resumes from them") from error
+                if _scheduler_lost(config, error):
+                    raise ComputeBackendError(
+                        f"the connection to the Dask scheduler at compute.dask_address {config.dask_address!r} was "
+                        f"lost during the trials ({type(error).__name__}: {error}): the scheduler stopped or is out of "
+                        "reach. Start it again (`dask scheduler`, then its workers) and rerun: the trials finished "
+                        "before are kept, the next run resumes from them") from error
+                raise
     finally:
         tracker.close()

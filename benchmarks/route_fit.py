@@ -33,7 +33,8 @@ import time
 
 import numpy as np
 
-DEFAULT_CASES = ["grid5:1000:per_arc:dense", "sioux:1000:shared", "berlin:1000:shared", "sioux:300:per_arc"]
+DEFAULT_CASES = ["grid5:1000:per_arc:dense", "sioux:1000:shared:heldout", "berlin:1000:shared:cold:heldout",
+                 "anaheim:1000:shared:cold:heldout", "sioux:300:per_arc"]
 TNTP = {"sioux": "SiouxFalls", "berlin": "Berlin-Friedrichshain", "anaheim": "Anaheim"}
 #: Synthetic cities (`generate.grid_network`: rows, cols, centroids): 1,000 nodes and 3,870
 #: links; 10,000 nodes and 39,600 links.

@@ -21,7 +21,8 @@ import MLflow and track every run a second time). What the run records:
   one whose process vanished (SIGKILL) KILLED by the tracking process;
 - every figure's summaries and figures (the versioned files just saved) as artifacts under `<figure>/`,
   and the catalog's kedro-mlflow datasets (`tracking_process.TrackingProcessDataset`);
-- `disable_tracking.pipelines` of mlflow.yml: no run, no dataset logs;
+- `disable_tracking.pipelines` of mlflow.yml: no run, no dataset logs; the environment variable
+  MOM_PIPELINE_TRACKING=off: no run and no tracking process at all;
 - a store that cannot be used (a corrupt, locked or full `mlflow.db`, a server out of reach) turns
   tracking off for the run, with one warning that names the store and the remedy; the run itself
   goes on.
@@ -43,6 +44,9 @@ from mom_pipeline.hooks import saved_path
 from mom_pipeline.reporting.tables import metric_name
 
 log = logging.getLogger(__name__)
+
+#: The environment variable that turns tracking off for a session ("off"), tracking process and all.
+TRACKING_SWITCH = "MOM_PIPELINE_TRACKING"
 
 
 #: The environment a run without --env uses (settings.py's CONFIG_LOADER_ARGS takes it from here).
@@ -252,6 +256,12 @@ class TrackingHooks:
         _register_plugin_resolver()
         self._store_failure = None
         tracking_process.untracked_because = None
+        if os.environ.get(TRACKING_SWITCH, "").strip().lower() == "off":
+            # No tracking process at all (it costs a second interpreter's MLflow import): the
+            # test suite's runs that are not about tracking, or a user's throwaway session.
+            tracking_process.untracked_because = f"{TRACKING_SWITCH}=off"
+            log.info("MLflow tracking is off (%s=off)", TRACKING_SWITCH)
+            return
         self._config = mlflow_config(context)
         set_plugin_config(context, self._config)
         server = self._config.get("server") or {}

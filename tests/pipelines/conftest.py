@@ -7,8 +7,33 @@ from kedro.config import OmegaConfigLoader
 from kedro_runs import empty_tracking_store_in, make_project_copy
 
 from mom_pipeline.settings import CONFIG_LOADER_ARGS
+from mom_pipeline.tracking import TRACKING_SWITCH
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+TRACKED_MODULES = {"test_session.py", "test_run_status.py", "test_cli.py", "test_tracking_store.py"}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _untracked_runs():
+    """The runs of these tests go untracked (no tracking process: each would be a second
+    interpreter importing MLflow, about 6 CPU-s per session, some ten CPU-minutes over the
+    suite), except in the modules that test tracking (TRACKED_MODULES), whole runs with it.
+    Set here, not at import: the modules' own environments for `kedro run` are made then."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(TRACKING_SWITCH, "off")
+        yield
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _tracking_where_tested(request):
+    """Tracking on for the modules of TRACKED_MODULES (before their own module fixtures run)."""
+    if Path(str(request.fspath)).name not in TRACKED_MODULES:
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv(TRACKING_SWITCH, raising=False)
+        yield
 
 
 @pytest.fixture(scope="session")

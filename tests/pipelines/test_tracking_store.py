@@ -107,3 +107,20 @@ def test_the_next_session_of_the_process_is_tracked_again(project_copy, caplog):
     runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
     assert [run.info.status for run in runs] == ["FINISHED", "FINISHED"] and len(_warnings(caplog)) == 1
     assert mlflow.active_run() is None
+
+
+def test_the_tracking_switch_runs_without_a_tracking_process(project_copy, monkeypatch, caplog):
+    """MOM_PIPELINE_TRACKING=off: the run's outputs, no MLflow run, no tracking process."""
+    from mom_pipeline import tracking_process
+
+    started = []
+    monkeypatch.setattr(tracking_process.TrackingProcess, "__init__",
+                        lambda self, *a, **k: started.append(a) or (_ for _ in ()).throw(AssertionError("started")))
+    monkeypatch.setenv("MOM_PIPELINE_TRACKING", "off")
+    with caplog.at_level("INFO"):
+        _run_inverse(project_copy)
+    assert not started
+    assert "MLflow tracking is off (MOM_PIPELINE_TRACKING=off)" in caplog.text
+    assert len(list((project_copy / "data" / "06_models" / "inverse" / "model.pkl").iterdir())) == 1
+    client = MlflowClient(tracking_uri=local_tracking_uri(project_copy))
+    assert not [run for e in client.search_experiments() for run in client.search_runs([e.experiment_id])]

@@ -17,7 +17,7 @@ by mini-batch Adam on a surrogate whose gradient with respect to c_hat needs onl
 
 On an LP with a full set of slack columns (the knapsacks) the methods that perturb c_hat with
 noise (PFYL, and DPO, I-MLE and AI-MLE of `perturbed`) keep Theta at 0 on the slacks and add
-no noise there (``cost_columns="non_slack"``, their default, as SPO+'s; `baselines.slack_columns`):
+no noise there (``cost_columns="non_slack"``, their default, as SPO+'s; `cost_columns.slack_columns`):
 PyEPO perturbs the costs of the decision variables only, and noise on a slack cost reaches
 every item through the constraints. The others learn every column (``"all"``). The shortest
 path has no such columns and learns every one either way.
@@ -37,7 +37,7 @@ from ..blas_threads import one_blas_thread
 from ..lp import StandardFormLP
 from .base import (NON_NEGATIVE, POSITIVE, POSITIVE_INT, LinearCostModel, StrOptions, check_features,
                    check_samples, estimator_hyperparameters, resolve_lp)
-from .baselines import SPO_COST_COLUMNS, learned_cost_columns
+from .cost_columns import SPO_COST_COLUMNS, learned_cost_columns
 
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8

@@ -254,11 +254,14 @@ VIZ_SEPARATOR = '<span style="display:none">\n</span>'
 
 
 class MarkdownDataset(TextDataset):
-    """A text dataset whose kedro-viz preview is the whole markdown file (monospaced, so the
-    pipe tables stay aligned; underscores and asterisks shown as written, not as italics)."""
+    """A text dataset whose kedro-viz preview is the whole markdown file, its headings, pipe
+    tables and code spans marked up by kedro-viz, underscores and asterisks shown as written
+    (not as italics)."""
 
     def preview(self) -> HTMLPreview:
+        # No wrapping element: kedro-viz's heading rule wants "# " at a line's start, and the
+        # file's first line would follow the element's tag (in a <pre> it stayed "# Figure 1").
         text = html.escape(self.load())
         for character in VIZ_EMPHASIS:
             text = text.replace(character, character + VIZ_SEPARATOR)
-        return HTMLPreview(f'<pre style="font-size:12px;white-space:pre">{text}</pre>')
+        return HTMLPreview(text)

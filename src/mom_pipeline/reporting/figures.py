@@ -26,6 +26,15 @@ LOG_FLOOR = 1e-4
 CAPTION_CHARS_PER_INCH = 17
 MIN_FIGURE_WIDTH = 6.0
 PLOTLY_CAPTION_CHARS = 110
+# kedro-viz lays its own theme over a plotly preview: its margins (a caption below the plotting
+# area was cut off) and its first x and y axes only (the other panels kept plotly_white's white
+# grid, glaring on its dark theme). So the twin's caption sits inside the plotting area, in a
+# band at the bottom that the panels leave free (a fraction of the height for the tick labels,
+# then one per caption line), and every axis has one grid colour that reads on both themes.
+PLOTLY_TICK_BAND = 0.14
+PLOTLY_CAPTION_LINE = 0.035
+PLOTLY_HEIGHT = 600
+PLOTLY_GRID_COLOR = "rgba(128,128,128,0.3)"
 # The paper's names for the swept parameters.
 SETTING_LABELS = {"degree": "degree", "alpha_bar": "attack power", "n_train": "training size T"}
 
@@ -222,9 +231,11 @@ def boxplot_plotly(trials: pd.DataFrame, title: str, metric: BoxMetric | str = "
                              tickvals=ticks, ticktext=labels, row=1, col=j)
     fig.update_yaxes(title_text=metric.plotly_label, row=1, col=1)
     lines = textwrap.wrap(_caption(trials, floored, log_scale, share_y, metric.note), width=PLOTLY_CAPTION_CHARS)
-    caption = dict(text="<br>".join(lines), xref="paper", yref="paper", x=0.5, y=0, yshift=-70, yanchor="top",
+    fig.update_yaxes(domain=[PLOTLY_TICK_BAND + PLOTLY_CAPTION_LINE * len(lines), 1.0], gridcolor=PLOTLY_GRID_COLOR)
+    fig.update_xaxes(gridcolor=PLOTLY_GRID_COLOR)
+    caption = dict(text="<br>".join(lines), xref="paper", yref="paper", x=0.5, y=0, yanchor="bottom",
                    showarrow=False, font=dict(size=10, color="gray"), xanchor="center")
-    fig.update_layout(title=title, boxmode="overlay", template="plotly_white", margin=dict(b=80 + 14 * len(lines)),
+    fig.update_layout(title=title, boxmode="overlay", template="plotly_white", height=PLOTLY_HEIGHT,
                       annotations=list(fig.layout.annotations) + [caption])
     return fig
 

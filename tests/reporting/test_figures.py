@@ -145,6 +145,7 @@ def test_regret_figure_draws_the_chosen_regret_and_says_which(regret, final, lab
             "the sum of relative losses, the paper text's definition") in caption
     plotly = regret_curve_plotly(_online_steps(), "t", axis)
     assert plotly.data[1].y[-1] == pytest.approx(final) and plotly.layout.yaxis.title.text.startswith(label)
+    assert "_{" not in plotly.layout.yaxis.title.text and "<sub>s≤t</sub>" in plotly.layout.yaxis.title.text
     matplotlib.pyplot.close("all")
 
 

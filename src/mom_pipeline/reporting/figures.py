@@ -78,7 +78,7 @@ BOX_METRICS = {
         "(plot.metric: relative_loss_released)"),
     ("shortest_path", "relative_loss_released"): BoxMetric(
         "mean_relative_loss_released", r"released code's metric: regret $\cdot\ \Sigma_{j \in P^*}\, 1/c_j$"
-        "\n(per-trial mean)", "released code's metric (per-trial mean)<br>regret · Σ 1/c_j over the optimal path",
+        "\n(per-trial mean)", "released code's metric (per-trial mean)<br>regret · Σ 1/c<sub>j</sub> over the optimal path",
         f"y: the released code's metric (the published figures' scale), at least 64x the paper's ratio "
         f"{_SP_RATIO_TEXT}"),
     ("knapsack", "relative_loss"): BoxMetric(
@@ -249,7 +249,8 @@ def _bands(online: pd.DataFrame, column: str):
 
 
 _REGRET_SUM = r"$\sum_{s \leq t} c_s^\top(x_s - x_s^*)$"
-_REGRET_SUM_TEXT = "Σ_{s≤t} c_sᵀ(x_s − x*_s)"
+# plotly draws <sub>/<sup> (not TeX): the same sums as the PNG's math text
+_REGRET_SUM_TEXT = "Σ<sub>s≤t</sub> c<sub>s</sub>ᵀ(x<sub>s</sub> − x*<sub>s</sub>)"
 # The y axis of an online figure (``experiment.plot.regret``): the online step rows' column, its labels
 # and a caption note (`BoxMetric` describes any figure's y axis, box or curve).
 REGRET_AXES = {
@@ -259,12 +260,12 @@ REGRET_AXES = {
                      "relative losses, the paper text's definition)"),
     ("relative", "knapsack"): BoxMetric(
         "cumulative_relative_regret", r"cumulative relative regret $\sum_{s \leq t} c_s^\top(x_s - x_s^*)/\|c_s\|_2$",
-        "cumulative relative regret Σ_{s≤t} c_sᵀ(x_s − x*_s) / ‖c_s‖",
+        f"cumulative relative regret {_REGRET_SUM_TEXT} / ‖c<sub>s</sub>‖",
         "y: the sum of relative losses, the paper text's definition; the published figure 5 shows the raw regret "
         "(plot.regret: raw)"),
     ("relative", "shortest_path"): BoxMetric(
         "cumulative_relative_regret", r"cumulative relative regret $\sum_{s \leq t} c_s^\top(x_s - x_s^*)/c_s^\top x_s^*$",
-        "cumulative relative regret Σ_{s≤t} c_sᵀ(x_s − x*_s) / c_sᵀx*_s",
+        f"cumulative relative regret {_REGRET_SUM_TEXT} / c<sub>s</sub>ᵀx*<sub>s</sub>",
         "y: the sum of relative losses, the paper text's definition (plot.regret: raw for the raw regret)"),
 }
 

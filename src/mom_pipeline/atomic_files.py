@@ -128,7 +128,10 @@ class ReplacingLocalFileSystem(LocalFileSystem):
 
     fsspec's own deferred local writes go to the system's temporary folder (often another
     file system, where the final move is a copy that can itself be cut short) and are not
-    synced to the disk."""
+    synced to the disk. Not cached (fsspec would share one instance, and so one transaction,
+    between datasets of a thread, also after unpickling in a ParallelRunner worker)."""
+
+    cachable = False
 
     def _open(self, path, mode="rb", block_size=None, **kwargs):
         path = self._strip_protocol(path)

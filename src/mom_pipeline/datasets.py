@@ -91,10 +91,9 @@ class SaveWholeOrNothing:
     failed save names the path.
 
     The dataset's own ``save`` writes through ``self._fs.open``; here that is a
-    `ReplacingLocalFileSystem` of the dataset's own (fsspec shares one instance per thread
-    otherwise), and the save runs in its fsspec transaction: every file goes to a temporary
-    beside its final path and is fsynced and renamed into place only when the whole save
-    returned (`mom_pipeline.atomic_files`). A save that fails (a full disk, a file-size limit,
+    `ReplacingLocalFileSystem` of the dataset's own, and the save runs in its fsspec
+    transaction: every file goes to a temporary beside its final path and is fsynced and
+    renamed into place only when the whole save returned (`mom_pipeline.atomic_files`). A save that fails (a full disk, a file-size limit,
     an object that cannot be written) or is killed leaves no file at the final path, so Kedro
     never takes its version folder for a version and a later run (``prescribe``,
     ``--from-nodes``) reads the previous complete one. The version folder a failed save made
@@ -104,8 +103,7 @@ class SaveWholeOrNothing:
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         if self._protocol == "file":
-            self._fs = ReplacingLocalFileSystem(auto_mkdir=getattr(self._fs, "auto_mkdir", True),
-                                                skip_instance_cache=True)
+            self._fs = ReplacingLocalFileSystem(auto_mkdir=getattr(self._fs, "auto_mkdir", True))
 
     def save(self, data) -> None:
         # the dataset's own save unwrapped (as Kedro's `__init_subclass__` unwraps it): its

@@ -17,6 +17,7 @@ import yaml
 from kedro.framework.hooks import hook_impl
 
 from .allocator import keep_freed_memory
+from .atomic_files import write_atomically
 
 log = logging.getLogger(__name__)
 # "stage <node> took <s>": Kedro's "Completed node" says as much on the console, so conf/logging.yml
@@ -235,7 +236,7 @@ class RunReportHooks:
         out = project / "data" / "08_reporting" / "run_reports" / f"{run_id}.md"
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text("\n".join(lines))
+            write_atomically(out, "\n".join(lines))
         except OSError as error:  # best effort: a failed run's own error must stay the one raised
             log.warning("run report not written: %s (%s, total %.1f s)", error, status.split(":")[0], total)
             return

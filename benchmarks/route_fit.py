@@ -15,7 +15,10 @@ shared (shared: free-flow time and the baseline delay as arc attributes; on grid
 attributes); ":dense" also fits today's dual formulation on the same data (per-arc only);
 ":cold" also fits the working set without its pilot start (`solve_network_margin(pilot=False)`);
 ":heldout" also scores 1,000 new contexts of the same generator (the share whose true route is
-the shortest under the fitted costs; TNTP networks and cities).
+the shortest under the fitted costs; TNTP networks and cities); ":tuned" fits at the lambda
+that `route_validation_curve` picks from observed routes alone (4 folds on the first
+TUNING_SAMPLES observations, lambdas TUNING_LAMBDAS), as the `inverse_routes` pipeline does,
+instead of LAM (TNTP networks and cities).
 Printed per case: seconds (wall, and CPU of the process: the other jobs on a shared machine
 do not enter it), rounds, working rows per sample, the certified relative gap, the
 peak memory, and with ":dense" the dense method's seconds and objective (and the ratio).
@@ -42,6 +45,10 @@ CITIES = {"city3k": (25, 40, 50), "city40k": (100, 100, 100)}
 #: New contexts scored by ":heldout" (TNTP networks and cities).
 HELD_OUT = 1000
 LAM = 1e-2
+#: ":tuned": the observations and lambdas of the cost-free choice of lambda.
+TUNING_SAMPLES = 1000
+TUNING_LAMBDAS = (1e-4, 1e-3, 1e-2, 1e-1)
+_ARC_FEATURES = {"shared": ("free_flow_time", "baseline_delay"), "per_arc": ()}
 
 
 def _grid_case(size: int, T: int, model: str, rng):
@@ -74,24 +81,43 @@ def _routes_case(network, trips, T: int, model: str, n_new: int):
     tables = generate.generate_routes(network, trips, n_observations=T, n_new=n_new, seed=0)
     network = tables["network"]
     problem, _ = validate_route_problem(network, tables["routes"], tables["features"])  # the intercept added
-    F = network.attributes[["free_flow_time", "baseline_delay"]].to_numpy(dtype=float) if model == "shared" else None
+    F = network.attributes[list(_ARC_FEATURES["shared"])].to_numpy(dtype=float) if model == "shared" else None
     case = dict(Z=problem.Z, X=problem.X, tails=network.tails, heads=network.heads, n_nodes=network.n_nodes, F=F,
-                usable=problem.usable, lp=None)
+                usable=problem.usable, lp=None, problem=problem)
     if n_new:
         new_features = tables["new_contexts"].drop(columns=["origin", "destination"])
         case["new"], _ = validate_route_problem(network, tables["new_routes"], new_features)
     return case
 
 
-def _held_out_share(fit, inputs) -> float:
-    """The share of the new contexts whose true route is the shortest under the fitted costs."""
+def _held_out_share(fit, inputs, route_model=None) -> float:
+    """The share of the new contexts whose true route is the shortest under the fitted costs
+    (of `route_model`, the pipeline's fit in the user's units, when given)."""
     from mom_pipeline.networks import shortest_routes
     from mom_pipeline.networks.fitting import same_routes
 
     new = inputs["new"]
+    if route_model is not None:
+        routes, _ = route_model.routes(new.network, new.Z, new.origins, new.destinations)
+        return float(same_routes(routes, new.X).mean())
     routes = shortest_routes(new.network, fit.predict(new.Z, arc_features=inputs["F"]), new.origins,
                              new.destinations, new.usable)
     return float(same_routes(routes, new.X).mean())
+
+
+def _tuned_lambda(inputs, model: str) -> tuple[float, dict]:
+    """(the lambda `route_validation_curve` chooses on the first TUNING_SAMPLES observed routes,
+    what the choice took)."""
+    from mom_pipeline.networks.fitting import route_validation_curve
+
+    problem = inputs["problem"]
+    subset = problem.subset(np.arange(min(problem.n_samples, TUNING_SAMPLES)))
+    started = time.process_time()
+    curve = route_validation_curve(subset, TUNING_LAMBDAS, n_folds=4, seed=0, cost_model=model,
+                                   arc_features=_ARC_FEATURES[model])
+    chosen = curve.loc[curve["chosen"]].iloc[0]
+    return float(chosen["lam"]), dict(tuning_cpu_seconds=round(time.process_time() - started, 2),
+                                      tuning_share=round(float(chosen["reproduced_share"]), 4))
 
 
 def run_case(case: str) -> dict:
@@ -103,16 +129,26 @@ def run_case(case: str) -> dict:
     rng = np.random.default_rng(0)
     inputs = (_grid_case(int(network[4:]), T, model, rng) if network.startswith("grid")
               else _tntp_case(network, T, model, HELD_OUT if "heldout" in flags else 0))
+    lam, tuning = LAM, {}
+    if "tuned" in flags:
+        lam, tuning = _tuned_lambda(inputs, model)
     started, cpu_started = time.perf_counter(), time.process_time()
-    fit = RouteMOM(lam=LAM).fit(inputs["Z"], inputs["X"], tails=inputs["tails"], heads=inputs["heads"],
-                                n_nodes=inputs["n_nodes"], arc_features=inputs["F"], usable=inputs["usable"])
+    if "tuned" in flags:  # the pipeline's fit: standardized inputs, the lambda chosen on them
+        from mom_pipeline.networks.fitting import fit_route_model
+
+        route_model = fit_route_model(inputs["problem"], lam, cost_model=model, arc_features=_ARC_FEATURES[model])
+        fit = route_model.estimator
+    else:
+        route_model = None
+        fit = RouteMOM(lam=lam).fit(inputs["Z"], inputs["X"], tails=inputs["tails"], heads=inputs["heads"],
+                                    n_nodes=inputs["n_nodes"], arc_features=inputs["F"], usable=inputs["usable"])
     seconds = time.perf_counter() - started
     row = dict(case=case, arcs=len(inputs["tails"]), T=T, model=model, seconds=round(seconds, 2),
                cpu_seconds=round(time.process_time() - cpu_started, 2),
                rounds=fit.n_iter_, rows_per_sample=round(fit.solver_info_["working_rows"] / T, 1),
-               relative_gap=float(fit.certificate_["relative_gap"]), objective=fit.objective_)
+               relative_gap=float(fit.certificate_["relative_gap"]), objective=fit.objective_, lam=lam, **tuning)
     if "heldout" in flags:
-        row["held_out_reproduced"] = round(_held_out_share(fit, inputs), 4)
+        row["held_out_reproduced"] = round(_held_out_share(fit, inputs, route_model), 4)
     if "cold" in flags:
         from mom_pipeline.solvers.network_margin import network_samples, solve_network_margin
 

@@ -1,6 +1,7 @@
 """Adversarial cases against a throwaway copy of the project (issue 51's families): bad tables,
-bad parameters, concurrent runs, kill -9 and resume, read-only and full disks, a corrupt tracking
-store, an unreachable Dask scheduler and a Dask worker killed during a run.
+bad parameters, concurrent runs, kill -9 and resume, read-only and full disks, a kill or a full
+disk injected half-way through a save, a corrupt tracking store, an unreachable Dask scheduler and
+a Dask worker killed during a run, a solver edited between two runs, a clean-up after a failed run.
 
 Each case runs `kedro run` in its own copy of a prepared project (the example's tables, one
 inverse and one prescribe run) and is judged by what a user would see:
@@ -230,11 +231,16 @@ def duplicated_header_decisions(c: Cases, p: Path):
     return judge_error(kedro(p, "--pipelines", "inverse"), "decisions.csv", column)
 
 
-@case("bad tables")
-def cell_1e12_in_features(c: Cases, p: Path):
-    column, row_id = _set_cell(p / RAW / "features.csv", 5, 1e12)
+def _outlier_in_features(p: Path, row: int, value: float) -> tuple[str, str]:
+    """A clear error naming the observation, or the observation rejected and listed."""
+    column, row_id = _set_cell(p / RAW / "features.csv", row, value)
     return judge_error(kedro(p, "--pipelines", "inverse"), "features.csv", str(row_id),
                        correct_if_ok=lambda: _listed_in_rejections(p, row_id))
+
+
+@case("bad tables")
+def cell_1e12_in_features(c: Cases, p: Path):
+    return _outlier_in_features(p, 5, 1e12)
 
 
 @case("bad tables")
@@ -269,6 +275,26 @@ def text_in_numeric_cell(c: Cases, p: Path):
                        correct_if_ok=lambda: _listed_in_rejections(p, row_id))
 
 
+@case("bad tables")
+def cell_1e300_in_features(c: Cases, p: Path):
+    return _outlier_in_features(p, 4, 1e300)
+
+
+@case("bad tables")
+def all_zero_features(c: Cases, p: Path):
+    """Every feature 0: Theta = 0 fits nothing (issue 51 item 5)."""
+    path = p / RAW / "features.csv"
+    frame = pd.read_csv(path)
+    frame[frame.columns[1:]] = 0.0
+    frame.to_csv(path, index=False)
+    run = kedro(p, "--pipelines", "inverse")
+
+    def warned():
+        said = bool(re.search(r"WARNING.*zero", run.output, re.IGNORECASE))
+        return said, "a warning names the zero features" if said else "exit 0, nothing says the features are zero"
+    return judge_error(run, "zero", correct_if_ok=warned)
+
+
 # --- bad parameters ------------------------------------------------------------------------------
 
 @case("bad parameters")
@@ -291,6 +317,12 @@ def params_empty_methods(c: Cases, p: Path):
 def params_negative_grid(c: Cases, p: Path):
     return judge_error(kedro(p, *FIG1, "--params",
                              f"{SMALL_FIG1},fig1.experiment.methods.Ridge.grid.lam=[-1.0]"), "Ridge", "lam")
+
+
+@case("bad parameters")
+def params_zero_grid(c: Cases, p: Path):
+    return judge_error(kedro(p, *FIG1, "--params", f"{SMALL_FIG1},fig1.experiment.methods.MOM.grid.lam=[0.0]"),
+                       "MOM", "lam")
 
 
 @case("bad parameters")
@@ -399,6 +431,89 @@ def truncated_newest_model_then_prescribe(c: Cases, p: Path):
     newest.write_bytes(good.read_bytes()[: good.stat().st_size // 3])
     run = kedro(p, "--pipelines", "prescribe")
     return judge_error(run, newest.parent.name)
+
+
+# A fault injected into every file write of a run (fsspec's local file, which kedro-datasets'
+# datasets write through): the first write of a file whose path ends with SUFFIX writes half of
+# its bytes, then the process is killed or the disk is full. A `sitecustomize` module on the
+# run's PYTHONPATH installs it, so the run is an ordinary `kedro run`.
+FAULT = """
+import errno, os, signal
+from fsspec.implementations.local import LocalFileOpener
+
+_write = LocalFileOpener.write
+
+
+def _cut_short(self, data, *args, **kwargs):
+    if str(self.path).endswith({suffix!r}):
+        _write(self, bytes(data[: len(data) // 2]))
+        self.flush()
+        {action}
+    return _write(self, data, *args, **kwargs)
+
+
+LocalFileOpener.write = _cut_short
+"""
+KILL = "os.kill(os.getpid(), signal.SIGKILL)"
+DISK_FULL = "raise OSError(errno.ENOSPC, 'No space left on device')"
+
+
+def _faulty_env(p: Path, suffix: str, action: str) -> dict:
+    folder = p / "fault"
+    folder.mkdir(exist_ok=True)
+    (folder / "sitecustomize.py").write_text(FAULT.format(suffix=suffix, action=action))
+    env = _env()
+    env["PYTHONPATH"] = os.pathsep.join([str(folder), env["PYTHONPATH"]])
+    return env
+
+
+def _cut_files(c: Cases, p: Path, dataset: str) -> list[Path]:
+    """Files at a final path of `dataset` (e.g. '06_models/inverse/model.pkl') written after the
+    prepared runs: with the fault injected, each is cut short."""
+    folder = p / "data" / dataset
+    prepared = {v.name for v in (c.template / "data" / dataset).iterdir()}
+    return [v / folder.name for v in sorted(folder.iterdir()) if v.name not in prepared and (v / folder.name).exists()]
+
+
+@case("kill -9")
+def kill_9_while_saving_the_model_then_from_nodes(c: Cases, p: Path):
+    """kill -9 half-way through writing model.pkl, then a run from the nodes that read it."""
+    killed = kedro(p, "--pipelines", "inverse", env=_faulty_env(p, "model.pkl", KILL))
+    if killed.returncode != -signal.SIGKILL:
+        return "unclear error", f"the injected kill did not happen (exit {killed.returncode})"
+    if cut := _cut_files(c, p, "06_models/inverse/model.pkl"):
+        return "silent wrong", f"a truncated model is left as a version: {cut[0]}"
+    rerun = kedro(p, "--pipelines", "inverse", "--from-nodes", "inverse.coefficients_table,inverse.training_report")
+    if rerun.returncode:
+        return judge_error(rerun, "model.pkl")
+    ok, note = c.theta_is_baseline(p)
+    return ("correct" if ok else "silent wrong"), "no truncated model.pkl; the --from-nodes run read the previous " \
+        "model: " + note
+
+
+def _disk_full_while_saving(c: Cases, p: Path, dataset: str) -> tuple[str, str]:
+    """The disk full half-way through writing `dataset`'s file: a clear error naming the path, no
+    truncated file left as a version, and prescribe afterwards as before."""
+    name = Path(dataset).name
+    run = kedro(p, "--pipelines", "inverse", env=_faulty_env(p, name, DISK_FULL))
+    if cut := _cut_files(c, p, dataset):
+        return "silent wrong", f"a truncated {name} is left as a version: {cut[0]}"
+    verdict = judge_error(run, "no space", name)
+    after = kedro(p, "--pipelines", "prescribe")
+    if after.returncode or not same_file(latest(p, "07_model_output/inverse/prescriptions.csv"),
+                                         c.baseline["07_model_output/inverse/prescriptions.csv"]):
+        return "unclear error", f"prescribe afterwards: exit {after.returncode}, {_last_error_line(after)}"
+    return verdict[0], verdict[1] + "; no truncated file left, prescribe afterwards as before"
+
+
+@case("storage")
+def disk_full_while_saving_a_figure(c: Cases, p: Path):
+    return _disk_full_while_saving(c, p, "08_reporting/inverse/lambda_validation.png")
+
+
+@case("storage")
+def disk_full_while_saving_a_csv(c: Cases, p: Path):
+    return _disk_full_while_saving(c, p, "07_model_output/inverse/theta.csv")
 
 
 # --- storage ---------------------------------------------------------------------------------------
@@ -559,6 +674,56 @@ def locked_tracking_store(c: Cases, p: Path):
         locker.kill()
         locker.wait()
     return _judge_untracked_run(c, p, run)
+
+
+@case("storage")
+def clean_data_after_a_failed_inverse_run(c: Cases, p: Path):
+    """`make clean-data KEEP=1` after a failed inverse run, then prescribe (issue 51 item 7)."""
+    failed = kedro(p, "--pipelines", "inverse", "--params", "inverse.tuning.lambdas=[1e300]")
+    if failed.returncode == 0:
+        return "silent wrong", "the run with lambda 1e300 ended with exit 0"
+    cleanup = subprocess.run([sys.executable, "-m", "mom_pipeline.data_cleanup", "--keep", "1", "--data", "data"],
+                             cwd=p, env=_env(), capture_output=True, text=True)
+    if cleanup.returncode:
+        return "unclear error", "make clean-data failed: " + cleanup.stderr.strip().splitlines()[-1][:200]
+    prescribe = kedro(p, "--pipelines", "prescribe")
+    prepared = c.baseline["07_model_output/inverse/prescriptions.csv"]
+    if prescribe.returncode == 0:
+        same = same_file(latest(p, "07_model_output/inverse/prescriptions.csv"), prepared)
+        return ("correct", "prescribe after the clean-up used the kept model with its problem") if same else (
+            "silent wrong", "prescriptions after the clean-up differ")
+    version = prepared.parent.name  # the prepared run's id: its model and problem must both be kept
+    pinned = kedro(p, "--pipelines", "prescribe", "--load-versions", f"inverse.problem:{version}")
+    if pinned.returncode or not same_file(latest(p, "07_model_output/inverse/prescriptions.csv"), prepared):
+        return "data loss", f"the kept model cannot be used with its run's problem: {_last_error_line(pinned)}"
+    return judge_error(prescribe, "--load-versions")
+
+
+# --- code-aware reuse ------------------------------------------------------------------------------
+
+@case("reuse")
+def solver_changed_then_rerun(c: Cases, p: Path):
+    """A solver constant edited between two runs: MOM must be trained again (issue 51 item 2)."""
+    package = p / "package"
+    shutil.copytree(ROOT / "src" / "mom_pipeline", package / "mom_pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    env = _env()
+    env["PYTHONPATH"] = os.pathsep.join([str(package), env["PYTHONPATH"]])
+    first = kedro(p, *FIG1, "--params", SMALL_FIG1, env=env)
+    if first.returncode:
+        return "unclear error", f"the first fig1 run failed: {_last_error_line(first)}"
+    solver = package / "mom_pipeline" / "solvers" / "hinge_working_set.py"
+    text, count = re.subn(r"^(RESTRICTED_CLARABEL_TOL = .+)$", r"\1 * 0.5", solver.read_text(), flags=re.MULTILINE)
+    if count != 1:
+        return "skipped", f"the solver constant to edit is no longer in {solver.name}"
+    solver.write_text(text)
+    second = kedro(p, *FIG1, "--params", SMALL_FIG1, env=env)
+    if second.returncode:
+        return judge_error(second, "fig1")
+    reused = [line for line in second.output.splitlines() if "reusing" in line and (
+        "finished trial" in line or re.search(r"reusing [^:]*(?<![\w-])MOM(?![\w-])", line))]  # not MOM-OGD
+    if reused:
+        return "silent wrong", "MOM reused after its solver changed: " + reused[0].strip()[:160]
+    return "correct", "MOM trained again after its solver changed"
 
 
 # --- Dask ------------------------------------------------------------------------------------------

@@ -14,10 +14,11 @@ def test_previews_of_unwritten_datasets_get_one_line_and_other_failures_pass():
     quiet = NotYetWrittenPreviews()
     first = _preview_failure("inverse.theta", "VersionNotFoundError", "Did not find any versions")
     assert quiet.filter(first) and "no run has written yet" in first.getMessage() and "inverse.theta" in first.getMessage()
+    assert first.levelname == "INFO"  # expected after a partial run: said, not warned
     assert not quiet.filter(_preview_failure("inverse.features", "DatasetError", "[Errno 2] No such file or directory"))
     assert not quiet.filter(_preview_failure("fig1.figure", "VersionNotFoundError", "Did not find any versions"))
     broken = _preview_failure("fig1.summary_table", "ParserError", "bad CSV")
-    assert quiet.filter(broken) and "could not be previewed" in broken.getMessage()
+    assert quiet.filter(broken) and "could not be previewed" in broken.getMessage() and broken.levelname == "WARNING"
     other = logging.LogRecord("kedro", logging.WARNING, __file__, 1, "anything", (), None)
     assert quiet.filter(other)
 

@@ -55,6 +55,7 @@ def test_a_run_is_recorded_with_every_parameter_and_its_artifacts(tmp_path):
     assert run.info.status == "FINISHED" and run.data.params == params
     assert run.data.tags["env"] == "smoke" and run.data.tags["mlflow.runName"] == "online (smoke)"
     assert run.data.tags["git_commit"]
+    assert run.data.tags["mlflow.source.name"] == "kedro"  # not the tracking process's "-c"
     assert run.data.metrics == {"fig5.online.regret": 0.25}
     assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"fig5", "report.md"}
     assert [a.path for a in client.list_artifacts(run.info.run_id, "fig5")] == ["fig5/report.md"]

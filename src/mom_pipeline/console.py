@@ -26,7 +26,8 @@ def _not_yet_written(record: logging.LogRecord) -> str | None:
 class NotYetWrittenPreviews(logging.Filter):
     """`kedro viz build --include-previews` warns, with the whole error, for every dataset no run
     has written yet (after a smoke run: most of the inverse and benchmark pipelines' datasets).
-    One line says so for all of them, at the first; other preview failures pass."""
+    One line says so for all of them, at the first, at INFO (an expected state after a partial
+    run, not a fault); other preview failures pass as kedro-viz's warnings."""
 
     def __init__(self, name: str = ""):
         super().__init__(name)
@@ -41,6 +42,7 @@ class NotYetWrittenPreviews(logging.Filter):
             return False
         record.msg = "no preview for datasets that no run has written yet (the first: %r; the others not listed)"
         record.args = (name,)
+        record.levelno, record.levelname = logging.INFO, logging.getLevelName(logging.INFO)
         return True
 
 

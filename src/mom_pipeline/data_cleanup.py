@@ -7,7 +7,9 @@
   with each the versions of the same run of every dataset of its pipeline (the datasets
   under ``<layer>/<namespace>/``, e.g. ``inverse``): a run's versions share its name, and a
   model is kept with the problem it was fitted on even when a later run that failed saved a
-  newer problem.
+  newer problem. Only complete versions count: a version folder without its file (a save
+  that failed or was killed leaves at most a temporary file there, `atomic_files`) is
+  removed, unless a running writer's temporary is in it.
 * Model files (``06_models/<figure>/trials/*.pkl``): a file stays when a kept models manifest
   lists it, or when it is newer than the newest manifest (a killed run's finished trials,
   which its rerun will reuse). Temporary files of writers that are gone are removed.
@@ -25,6 +27,7 @@ import re
 import shutil
 from pathlib import Path
 
+from mom_pipeline.atomic_files import is_stale_temporary, is_temporary
 from mom_pipeline.experiments.storage import MethodIndex, TrialStore
 
 VERSION = re.compile(r"^\d{4}-\d\d-\d\dT\d\d\.\d\d\.\d\d\.\d{3}Z$")
@@ -59,6 +62,11 @@ def run_group(data: Path, dataset: Path) -> tuple:
     return ("namespace", parts[1]) if len(parts) >= 3 else ("dataset", *parts)
 
 
+def _being_written(folder: Path) -> bool:
+    """Whether a running process writes a temporary file in `folder`."""
+    return any(is_temporary(path) and not is_stale_temporary(path) for path in folder.iterdir())
+
+
 def clean(data: Path, keep: int, dry_run: bool = False) -> list[Path]:
     """Remove what the module docstring says; returns the removed paths."""
     if keep < 1:
@@ -70,8 +78,13 @@ def clean(data: Path, keep: int, dry_run: bool = False) -> list[Path]:
         if not dry_run:
             shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
 
-    datasets = {dataset: sorted(p for p in dataset.iterdir() if p.is_dir() and VERSION.match(p.name))
-                for dataset in versioned_datasets(data)}
+    datasets = {}
+    for dataset in versioned_datasets(data):
+        folders = sorted(p for p in dataset.iterdir() if p.is_dir() and VERSION.match(p.name))
+        datasets[dataset] = [folder for folder in folders if (folder / dataset.name).exists()]
+        for unfinished in sorted(set(folders) - set(datasets[dataset])):
+            if not _being_written(unfinished):
+                remove(unfinished)
     kept_runs: dict[tuple, set[str]] = {}
     for dataset, versions in datasets.items():
         kept_runs.setdefault(run_group(data, dataset), set()).update(v.name for v in versions[-keep:])

@@ -1,7 +1,10 @@
 """Project datasets: the training and fitted models of a figure (`ModelTrainingDataset`), a
-markdown file that kedro-viz previews (`MarkdownDataset`), and versioned datasets that read
-back their own run's version (`OwnRunVersion`: `RunPickleDataset`, `RunParquetDataset`,
-`RunCSVDataset`).
+markdown file that kedro-viz previews (`MarkdownDataset`), kedro-datasets' file datasets with
+saves that are whole or nothing (`SaveWholeOrNothing`: `AtomicCSVDataset`,
+`AtomicParquetDataset`, `AtomicPickleDataset`; the figures' in `figure_datasets`), and
+versioned datasets that read back their own run's version (`OwnRunVersion`:
+`RunPickleDataset`, `RunParquetDataset`, `RunCSVDataset`). Every file dataset of the
+catalog is one of these (tests/test_atomic_saves.py checks it).
 
 The models dataset is where a figure's models are trained: saving it runs the training. Its
 files: one per trial, written once, and a versioned manifest.
@@ -26,6 +29,7 @@ import errno
 import html
 import json
 import logging
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -35,6 +39,7 @@ from kedro_datasets.pandas import CSVDataset, ParquetDataset
 from kedro_datasets.pickle import PickleDataset
 from kedro_datasets.text import TextDataset
 
+from mom_pipeline.atomic_files import ReplacingLocalFileSystem, write_atomically
 from mom_pipeline.experiments.storage import MethodIndex, StoredTrial, TrainingPlan, TrialStore
 from mom_pipeline.experiments.train import trained_by
 
@@ -61,16 +66,17 @@ class OwnRunVersion:
 class DamagedVersionNamed:
     """Mixin for a versioned dataset: a version that cannot be read is named, with what to do.
 
-    A run killed or out of disk while saving leaves a truncated file as the newest version,
-    and a later run (``--from-nodes``, ``prescribe``) that reads it failed with the reader's
-    own error (``EOFError`` for a pickle, no file named at all)."""
+    Saves are whole or nothing (`SaveWholeOrNothing`), but a version written otherwise (by
+    hand, by an older version of the project, a disk that lost data) can be truncated, and a
+    later run (``--from-nodes``, ``prescribe``) that reads it failed with the reader's own
+    error (``EOFError`` for a pickle, no file named at all)."""
 
     def load(self):
         try:
             return super().load()
         except DatasetError as error:
             cause = error.__cause__
-            if cause is None:  # Kedro's own message (no version at all, ...) says it already
+            if cause is None or not self._version:  # Kedro's own message (no version at all, ...) says it already
                 raise
             path = Path(self._get_load_path())
             raise DatasetError(
@@ -80,44 +86,80 @@ class DamagedVersionNamed:
                 "<dataset>:<version>, or rerun the node that writes it") from cause
 
 
-class FailedSaveLeavesNoVersion:
-    """Mixin for a versioned dataset: a save that fails (a full disk, a file-size limit, an
-    object that cannot be written) removes what it wrote of its version and names the path.
+class SaveWholeOrNothing:
+    """Mixin for a kedro-datasets file dataset: a save writes whole files or none, and a
+    failed save names the path.
 
-    Otherwise the partial file stays as the newest version: every later run that reads the
-    dataset (``prescribe`` after a failed ``inverse``) stops on it although the previous
-    version is complete, and the error itself named only the dataset ("inverse.problem: ...
-    [Errno 28] No space left on device"), not where the disk is full."""
+    The dataset's own ``save`` writes through ``self._fs.open``; here that is a
+    `ReplacingLocalFileSystem` of the dataset's own, and the save runs in its fsspec
+    transaction: every file goes to a temporary beside its final path and is fsynced and
+    renamed into place only when the whole save returned (`mom_pipeline.atomic_files`). A save that fails (a full disk, a file-size limit,
+    an object that cannot be written) or is killed leaves no file at the final path, so Kedro
+    never takes its version folder for a version and a later run (``prescribe``,
+    ``--from-nodes``) reads the previous complete one. The version folder a failed save made
+    is removed, and the error names the path (it named only the dataset: "inverse.problem:
+    ... [Errno 28] No space left on device"). Remote file systems keep fsspec's own writes."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self._protocol == "file":
+            self._fs = ReplacingLocalFileSystem(auto_mkdir=getattr(self._fs, "auto_mkdir", True))
 
     def save(self, data) -> None:
+        # the dataset's own save unwrapped (as Kedro's `__init_subclass__` unwraps it): its
+        # wrapper would check for the saved version before the files are renamed into place,
+        # and this class's save has the same wrapper around it
+        wrapped = super().save
+        own_save = partial(wrapped.__wrapped__, self) if hasattr(wrapped, "__wrapped__") else wrapped
         try:
-            super().save(data)
+            if isinstance(self._fs, ReplacingLocalFileSystem):
+                with self._fs.transaction:
+                    own_save(data)
+            else:
+                own_save(data)
         except Exception as error:
-            path = Path(self._get_versioned_path(self.resolve_save_version()))
-            path.unlink(missing_ok=True)
-            with contextlib.suppress(OSError):  # the folder holds another file, or was never made
-                path.parent.rmdir()
+            path = Path(self._get_versioned_path(self.resolve_save_version()) if self._version else self._filepath)
+            if self._version:
+                with contextlib.suppress(OSError):  # the folder holds another file, or was never made
+                    path.parent.rmdir()
             cause = error.__cause__ if isinstance(error, DatasetError) and error.__cause__ else error
             remedy = (" The disk is full: free space under it (`make clean-data KEEP=3` keeps the newest three "
                       "versions of every dataset), then rerun." if getattr(cause, "errno", None) in _NO_ROOM else "")
-            raise DatasetError(f"{path} could not be written ({type(cause).__name__}: {cause}); what was written "
-                               f"of version {path.parent.name!r} is removed, earlier versions are untouched."
+            kept = (f"nothing of version {path.parent.name!r} is kept, earlier versions are untouched"
+                    if self._version else "the file is as it was before the save")
+            raise DatasetError(f"{path} could not be written ({type(cause).__name__}: {cause}); {kept}."
                                f"{remedy}") from error
 
 
 _NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
-class RunPickleDataset(OwnRunVersion, DamagedVersionNamed, FailedSaveLeavesNoVersion, PickleDataset):
-    """pickle.PickleDataset that reads back its own run's version (`OwnRunVersion`)."""
+class AtomicCSVDataset(DamagedVersionNamed, SaveWholeOrNothing, CSVDataset):
+    """pandas.CSVDataset whose saves are whole or nothing (`SaveWholeOrNothing`)."""
 
 
-class RunParquetDataset(OwnRunVersion, DamagedVersionNamed, FailedSaveLeavesNoVersion, ParquetDataset):
-    """pandas.ParquetDataset that reads back its own run's version (`OwnRunVersion`)."""
+class AtomicParquetDataset(DamagedVersionNamed, SaveWholeOrNothing, ParquetDataset):
+    """pandas.ParquetDataset whose saves are whole or nothing (`SaveWholeOrNothing`)."""
 
 
-class RunCSVDataset(OwnRunVersion, DamagedVersionNamed, FailedSaveLeavesNoVersion, CSVDataset):
-    """pandas.CSVDataset that reads back its own run's version (`OwnRunVersion`)."""
+class AtomicPickleDataset(DamagedVersionNamed, SaveWholeOrNothing, PickleDataset):
+    """pickle.PickleDataset whose saves are whole or nothing (`SaveWholeOrNothing`)."""
+
+
+# Each class below names its mixins and its kedro-datasets class directly: Kedro wraps the save
+# of every subclass again, and a versioned wrapper inside another draws a second save version
+# when none is pinned (an `Atomic*` subclass would save to another folder than it reports).
+
+class RunPickleDataset(OwnRunVersion, DamagedVersionNamed, SaveWholeOrNothing, PickleDataset):
+    """pickle.PickleDataset, saves whole or nothing, that reads back its own run's version (`OwnRunVersion`)."""
+
+
+class RunParquetDataset(OwnRunVersion, DamagedVersionNamed, SaveWholeOrNothing, ParquetDataset):
+    """pandas.ParquetDataset, saves whole or nothing, that reads back its own run's version (`OwnRunVersion`)."""
+
+
+class RunCSVDataset(OwnRunVersion, DamagedVersionNamed, SaveWholeOrNothing, CSVDataset):
+    """pandas.CSVDataset, saves whole or nothing, that reads back its own run's version (`OwnRunVersion`)."""
 
 
 class TrialModels:
@@ -227,7 +269,7 @@ class ModelTrainingDataset(OwnRunVersion, AbstractVersionedDataset[TrainingPlan,
             {"setting": s, "trial": t, "key": key, "file": f"trials/{key}.pkl"} for (s, t), key in data.keys.items()]}
         path = Path(self._get_save_path())
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(manifest, indent=1))
+        write_atomically(path, json.dumps(manifest, indent=1))
 
     def load(self) -> TrialModels:
         path = Path(self._get_load_path())
@@ -253,12 +295,15 @@ VIZ_EMPHASIS = ("_", "*")
 VIZ_SEPARATOR = '<span style="display:none">\n</span>'
 
 
-class MarkdownDataset(TextDataset):
-    """A text dataset whose kedro-viz preview is the whole markdown file (monospaced, so the
-    pipe tables stay aligned; underscores and asterisks shown as written, not as italics)."""
+class MarkdownDataset(DamagedVersionNamed, SaveWholeOrNothing, TextDataset):
+    """A text dataset whose kedro-viz preview is the whole markdown file, its headings, pipe
+    tables and code spans marked up by kedro-viz, underscores and asterisks shown as written
+    (not as italics)."""
 
     def preview(self) -> HTMLPreview:
+        # No wrapping element: kedro-viz's heading rule wants "# " at a line's start, and the
+        # file's first line would follow the element's tag (in a <pre> it stayed "# Figure 1").
         text = html.escape(self.load())
         for character in VIZ_EMPHASIS:
             text = text.replace(character, character + VIZ_SEPARATOR)
-        return HTMLPreview(f'<pre style="font-size:12px;white-space:pre">{text}</pre>')
+        return HTMLPreview(text)

@@ -17,6 +17,7 @@ import yaml
 from kedro.framework.hooks import hook_impl
 
 from .allocator import keep_freed_memory
+from .atomic_files import write_atomically
 
 log = logging.getLogger(__name__)
 # "stage <node> took <s>": Kedro's "Completed node" says as much on the console, so conf/logging.yml
@@ -206,6 +207,8 @@ class RunReportHooks:
         self._write(run_params, catalog, status=f"FAILED{where}: {type(error).__name__}: {error}")
 
     def _write(self, run_params: dict, catalog, status: str) -> None:
+        from mom_pipeline.tracking import kedro_command  # (tracking imports this module)
+
         project = Path(run_params.get("project_path") or ".")
         run_id = run_params.get("run_id") or "unknown"
         figures = sorted({name.split(".")[0] for name, _ in self._timings if "." in name}
@@ -221,9 +224,7 @@ class RunReportHooks:
                  f"- status: {status}",
                  f"- run id (save version of every versioned dataset): {run_id}",
                  f"- git commit: {commit}{' (with uncommitted changes)' if dirty else ''}",
-                 f"- command: pipelines={run_params.get('pipeline_names') or run_params.get('pipeline_name')}, "
-                 f"namespaces={run_params.get('namespaces')}, env={run_params.get('env')}, "
-                 f"runtime params={run_params.get('runtime_params') or run_params.get('extra_params')}",
+                 f"- command: `{kedro_command(run_params)}`",
                  f"- total wall time: {total:.1f} s", "", "## Stage timings", "",
                  "Each stage from the start of its node until its last output is saved.", "",
                  "| node | seconds |", "|---|---|"]
@@ -235,7 +236,7 @@ class RunReportHooks:
         out = project / "data" / "08_reporting" / "run_reports" / f"{run_id}.md"
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text("\n".join(lines))
+            write_atomically(out, "\n".join(lines))
         except OSError as error:  # best effort: a failed run's own error must stay the one raised
             log.warning("run report not written: %s (%s, total %.1f s)", error, status.split(":")[0], total)
             return

@@ -95,7 +95,9 @@ class RunTracker:
         from mom_pipeline.hooks import git_state
 
         commit, dirty = git_state(self.project_path)
-        tags = {**tags, "git_commit": commit, "git_dirty": str(dirty).lower()}
+        # MLflow would name this process's own command ("-c") as the run's source in the UI's
+        # Source column: the run's is `kedro` (the exact command line is the kedro_command tag).
+        tags = {"mlflow.source.name": "kedro", **tags, "git_commit": commit, "git_dirty": str(dirty).lower()}
         run = self.config.tracking.run
         mlflow.start_run(run_id=run.id, experiment_id=self.config.tracking.experiment._experiment.experiment_id,
                          run_name=run_name, nested=run.nested, tags=tags)

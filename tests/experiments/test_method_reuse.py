@@ -3,6 +3,7 @@ variants on their shared trials, and a figure that gains a method trains only th
 (`identity.method_key`, `storage.MethodIndex`, `datasets.ModelTrainingDataset`)."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -63,6 +64,8 @@ def test_a_figure_with_more_methods_on_the_same_data_trains_only_the_new_ones(tm
         _, _, reused = _run(second, tmp_path)
     assert sorted(trained) == [("fig6", "RF", 0), ("fig6", "RF", 1)]
     assert "reusing linear MOM, Ridge, trained on the same data" in caplog.text
+    # what trained them: the commit and the code identity (a generator read twice left it empty)
+    assert re.search(r"reusing linear MOM, Ridge, .* \(code [0-9a-f]{16}(, [0-9a-f]{16})*\)", caplog.text), caplog.text
     for t in (0, 1):
         mine, theirs = reused.load(0, t).methods, models.load(0, t).methods
         assert list(mine) == ["RF", "linear MOM", "Ridge"]  # the configured order

@@ -26,8 +26,13 @@ def test_stage_ends_when_its_last_output_is_saved_and_failed_runs_are_reported(t
     hooks.after_dataset_saved("fig1.evaluation", None, evaluate)
     run_id = "2026-01-01T00.00.00.000Z"
     hooks.on_pipeline_error(error=RuntimeError("solver diverged"), pipeline=None, catalog=DataCatalog(),
-                            run_params={"project_path": str(tmp_path), "run_id": run_id, "env": "smoke"})
+                            run_params={"project_path": str(tmp_path), "run_id": run_id, "env": "smoke",
+                                        "pipeline_names": ["online"],
+                                        "runtime_params": {"fig5": {"experiment": {"trials": 2}}}})
     report = (tmp_path / "data" / "08_reporting" / "run_reports" / f"{run_id}.md").read_text()
+    # the command as the MLflow run's kedro_command tag gives it (here a session: the kedro run
+    # that does the same), not a dump of Kedro's run parameters
+    assert "- command: `kedro run --env=smoke --pipelines=online --params=fig5.experiment.trials=2`" in report
     assert "- status: FAILED: RuntimeError: solver diverged" in report
     assert f"- run id (save version of every versioned dataset): {run_id}" in report
     assert "| fig1.plan_training |" in report and "| fig1.evaluate_models | unfinished |" in report

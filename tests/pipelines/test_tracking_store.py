@@ -56,6 +56,38 @@ def test_a_corrupt_store_is_named_and_the_run_goes_on_untracked(project_copy, ca
     assert pd.read_csv(recovery / "recovery.csv")["observations"].tolist() == [40]
 
 
+@contextlib.contextmanager
+def _full_disk_under(project, names, size="4m"):
+    """`names` of the project moved onto a tmpfs of `size` that is then filled (needs the right
+    to mount, as root in the container), symlinked from the project."""
+    disk = project.parent / "full_disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(disk)],
+                      capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        for name in names:
+            shutil.move(project / name, disk / name)
+            (project / name).symlink_to(disk / name)
+        with (disk / "filler").open("wb") as filler, contextlib.suppress(OSError):
+            filler.write(b"\0" * shutil.disk_usage(disk).free)
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_store_on_a_full_disk_is_named_and_the_run_goes_on_untracked(project_copy, caplog):
+    """The third store of the issue: a full disk under mlflow.db (and its artifacts)."""
+    store = project_copy / "mlflow.db"
+    (project_copy / "mlartifacts").mkdir(exist_ok=True)
+    with _full_disk_under(project_copy, ("mlflow.db", "mlartifacts")), caplog.at_level("WARNING"):
+        _run_inverse(project_copy)
+    (message,) = _warnings(caplog)
+    assert f"{store} cannot be used" in message and "if the disk is full, free space" in message
+    models = project_copy / "data" / "06_models" / "inverse" / "model.pkl"
+    assert len(list(models.iterdir())) == 1  # the run's outputs are written
+
+
 def test_a_locked_store_is_named_and_the_next_run_is_tracked(project_copy):
     """The locked run is a `kedro run` of its own: within one process MLflow keeps the store it
     opened, as a second process that finds it locked would not."""

@@ -8,7 +8,8 @@ import pytest
 
 from mom_pipeline.reporting import (box_metric, boxplot_figure, boxplot_plotly, metric_name, regret_axis,
                                     regret_curve_figure, regret_curve_plotly, trial_count)
-from mom_pipeline.reporting.figures import LOG_FLOOR, MEDIAN_COLOR, log_ticks
+from mom_pipeline.reporting.figures import (LOG_FLOOR, MEDIAN_COLOR, PLOTLY_CAPTION_LINE, PLOTLY_GRID_COLOR,
+                                           PLOTLY_TICK_BAND, log_ticks)
 
 
 @pytest.fixture()
@@ -144,6 +145,7 @@ def test_regret_figure_draws_the_chosen_regret_and_says_which(regret, final, lab
             "the sum of relative losses, the paper text's definition") in caption
     plotly = regret_curve_plotly(_online_steps(), "t", axis)
     assert plotly.data[1].y[-1] == pytest.approx(final) and plotly.layout.yaxis.title.text.startswith(label)
+    assert "_{" not in plotly.layout.yaxis.title.text and "<sub>s≤t</sub>" in plotly.layout.yaxis.title.text
     matplotlib.pyplot.close("all")
 
 
@@ -192,6 +194,24 @@ def test_plotly_twin_draws_the_png_ticks_floor_and_black_medians(trials):
     boxes = [trace for trace in fig.data if trace.type == "box"]
     assert {trace.line.color for trace in boxes} == {MEDIAN_COLOR}
     assert len({trace.fillcolor for trace in boxes}) == 2  # one colour per method
+
+
+def test_plotly_twin_keeps_its_caption_and_grid_under_kedro_vizs_theme(trials):
+    """kedro-viz replaces the twin's margins (a caption below the plotting area was cut off)
+    and styles only its first x and y axes (the second panel kept plotly_white's white grid on
+    the dark theme): the caption sits inside the plotting area under the panels, and every axis
+    has the project's grid colour."""
+    fig = boxplot_plotly(trials, "t")
+    layout = fig.layout.to_plotly_json()
+    (caption,) = [a for a in layout["annotations"] if "boxes over" in a["text"]]
+    assert caption["yref"] == "paper" and caption["y"] >= 0 and caption["yanchor"] == "bottom"
+    assert not caption.get("yshift")  # nothing placed in the margins
+    lines = caption["text"].count("<br>") + 1
+    y_axes = [layout[name] for name in layout if name.startswith("yaxis")]
+    assert len(y_axes) == 2
+    assert {axis["domain"][0] for axis in y_axes} == {PLOTLY_TICK_BAND + PLOTLY_CAPTION_LINE * lines}
+    axes = [layout[name] for name in layout if name.startswith(("xaxis", "yaxis"))]
+    assert {axis.get("gridcolor") for axis in axes} == {PLOTLY_GRID_COLOR}
 
 
 @pytest.mark.parametrize("low, high, expected", [

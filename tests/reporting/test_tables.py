@@ -55,11 +55,13 @@ def test_the_markdown_preview_survives_kedro_vizs_emphasis_rules(tmp_path):
 
     from mom_pipeline.datasets import VIZ_SEPARATOR, MarkdownDataset
 
-    text = "Problem: `shortest_path`; fixed: `n_train` = 40, `eps_bar` = 0; 2 * 3 * 4\n"
+    text = "# Figure 1: shortest path\n\nProblem: `shortest_path`; fixed: `n_train` = 40, `eps_bar` = 0; 2 * 3 * 4\n"
     dataset = MarkdownDataset(filepath=str(tmp_path / "summary.md"))
     dataset.save(text)
     preview = str(dataset.preview())
     rendered = re.sub(r"\*(.*?)\*", r"<em>\1</em>", re.sub(r"_(.*?)_", r"<em>\1</em>", preview))
     assert "<em>" not in rendered
-    shown = html.unescape(re.sub(r"</?pre[^>]*>", "", preview.replace(VIZ_SEPARATOR, "")))
+    # the title is a heading as the later ones are: no element before its "# "
+    assert re.search(r"^# (.*$)", preview, re.MULTILINE).group(1) == "Figure 1: shortest path"
+    shown = html.unescape(preview.replace(VIZ_SEPARATOR, ""))
     assert shown == text  # the hidden breaks aside, the file as written

@@ -6,6 +6,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import johnson
 
 from mom_pipeline.solvers.network_margin import network_samples, route_order, route_potentials
+from mom_pipeline.solvers.network_margin import VIOLATION_TOL
 from mom_pipeline.solvers.network_separation import relax
 
 from test_network_margin import two_way_network
@@ -74,3 +75,24 @@ def test_a_negative_cycle_among_free_nodes_is_found_and_its_arcs_added():
                   0.0, 1e-12)
     assert (clean.feasible == relaxation.feasible[1:]).all()
     assert (clean.add == relaxation.add[1:]).all()
+
+
+def test_a_small_violation_under_large_route_potentials_is_reported():
+    """The tolerance is relative to the potential a row would lower, not to that potential
+    times the largest one: with route potentials near 1e3 a row 1e-4 short of its margin is
+    a violation (at small lam the costs, and so the potentials, are that large)."""
+    Z, X, tails, heads, n_nodes, rng = two_way_network(seed=3, T=30)
+    data = network_samples(tails, heads, n_nodes, X, Z)
+    C = 1e3 * rng.uniform(1.5, 4.0, X.shape)
+    orders = route_order(data)
+    fixed = route_potentials(C, data, orders)
+    # A row between two route nodes, 1e-4 short of its margin: c = y_tail - y_head + 1 - 1e-4.
+    on_route = ~np.isnan(fixed)
+    candidates = np.argwhere(data.rows & on_route[:, tails] & on_route[:, heads])
+    t, a = candidates[0]
+    C[t, a] = fixed[t, tails[a]] - fixed[t, heads[a]] + 1.0 - 1e-4
+    fixed = route_potentials(C, data, orders)  # the row is off the route: the route's values stay
+    assert np.nanmax(np.abs(fixed[t])) > 1e3
+    relaxation = relax(C, np.zeros_like(C), data, fixed, np.zeros_like(data.rows), 0.0, VIOLATION_TOL)
+    assert relaxation.add[t, a]
+    assert not relaxation.feasible[t]

@@ -55,7 +55,17 @@ def run_online_trial(spec: ExperimentSpec, trial: TrialData, solutions: TrialSol
             "theta_norm": model.coef_path_norms_[1:],
             "seconds": seconds,
         }))
-        log.info("%s: trial %d %s: %d steps in %.2f s, cumulative regret %.3f (relative %.3f)", spec.name,
-                 trial.trial, config.label, T, seconds, model.cumulative_regret_[-1],
-                 model.cumulative_relative_regret_[-1])
+        # per-trial detail at DEBUG, as the offline trials'; one INFO line per figure (`log_online_summary`)
+        log.debug("%s: trial %d %s: %d steps in %.2f s, cumulative regret %.3f (relative %.3f)", spec.name,
+                  trial.trial, config.label, T, seconds, model.cumulative_regret_[-1],
+                  model.cumulative_relative_regret_[-1])
     return pd.concat(frames, ignore_index=True)
+
+
+def log_online_summary(name: str, steps: pd.DataFrame) -> None:
+    """One console line for an online figure: each method's final cumulative regret, the mean
+    over its trials (summary.csv holds it with the rest)."""
+    last = steps[steps["step"] == steps["step"].max()]
+    means = last.groupby("method", sort=False)["cumulative_regret"].mean()
+    log.info("%s: %d trials of %d steps, mean final cumulative regret: %s", name, last["trial"].nunique(),
+             int(steps["step"].max()), ", ".join(f"{method} {value:.3g}" for method, value in means.items()))

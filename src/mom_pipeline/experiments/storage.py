@@ -35,6 +35,7 @@ from pathlib import Path
 import joblib
 import numpy as np
 
+from ..atomic_files import TEMPORARY_SUFFIX, is_stale_temporary, write_atomically
 from ..methods.registry import method_entry
 from .identity import array_digest
 
@@ -140,16 +141,6 @@ def serialize(obj) -> bytes:
     return buffer.getvalue()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class TrialStore:
     """Model files of one experiment in one directory, keyed by training key."""
 
@@ -163,12 +154,8 @@ class TrialStore:
     def remove_stale_temporaries(self) -> list[Path]:
         """Delete temporary files left by killed writers (their process is gone)."""
         removed = []
-        for path in self.directory.glob(".*.tmp"):
-            try:
-                pid = int(path.name.rsplit(".", 2)[-2])
-            except ValueError:
-                pid = -1
-            if pid < 0 or not _alive(pid):
+        for path in self.directory.glob(".*" + TEMPORARY_SUFFIX):
+            if is_stale_temporary(path):
                 path.unlink(missing_ok=True)
                 removed.append(path)
         if removed:
@@ -205,18 +192,7 @@ class TrialStore:
         """Write atomically (temporary file, fsync, rename); the disk check comes first."""
         payload = serialize(stored)
         self.check_space(len(payload), f"setting {stored.setting}, trial {stored.trial}")
-        path = self.path(stored.key)
-        temporary = self.directory / f".{stored.key}.{os.getpid()}.tmp"
-        try:
-            with open(temporary, "wb") as file:
-                file.write(payload)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, path)  # atomic: readers see all of it or nothing
-        except BaseException:
-            temporary.unlink(missing_ok=True)
-            raise
-        return path
+        return write_atomically(self.path(stored.key), payload)  # readers see all of it or nothing
 
 
 class MethodIndex:
@@ -285,7 +261,4 @@ class MethodIndex:
         self.directory.mkdir(parents=True, exist_ok=True)
         relative = os.path.relpath(Path(path).resolve(), self.directory.resolve())
         for label, key in keys.items():
-            pointer = self._pointer(key)
-            temporary = self.directory / f".{key}.{os.getpid()}.tmp"
-            temporary.write_text(json.dumps({"file": relative, "label": label}))
-            os.replace(temporary, pointer)
+            write_atomically(self._pointer(key), json.dumps({"file": relative, "label": label}))

@@ -213,7 +213,8 @@ def failed_cells(trained: dict[str, TrainedMethod]) -> dict[str, pd.DataFrame]:
 
 def trained_by(methods) -> str:
     """What trained the methods (`TrainedMethod`s), for a log line: their commits and code
-    identities."""
+    identities. `methods` may be a generator: it is read once."""
+    methods = list(methods)
     commits = sorted({getattr(m, "commit", "") or "an unknown commit" for m in methods})
     codes = sorted({getattr(m, "code", "") or "unknown" for m in methods})
     return f"trained at {', '.join(commits)} (code {', '.join(codes)})"

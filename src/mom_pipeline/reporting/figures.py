@@ -26,6 +26,15 @@ LOG_FLOOR = 1e-4
 CAPTION_CHARS_PER_INCH = 17
 MIN_FIGURE_WIDTH = 6.0
 PLOTLY_CAPTION_CHARS = 110
+# kedro-viz lays its own theme over a plotly preview: its margins (a caption below the plotting
+# area was cut off) and its first x and y axes only (the other panels kept plotly_white's white
+# grid, glaring on its dark theme). So the twin's caption sits inside the plotting area, in a
+# band at the bottom that the panels leave free (a fraction of the height for the tick labels,
+# then one per caption line), and every axis has one grid colour that reads on both themes.
+PLOTLY_TICK_BAND = 0.14
+PLOTLY_CAPTION_LINE = 0.035
+PLOTLY_HEIGHT = 600
+PLOTLY_GRID_COLOR = "rgba(128,128,128,0.3)"
 # The paper's names for the swept parameters.
 SETTING_LABELS = {"degree": "degree", "alpha_bar": "attack power", "n_train": "training size T"}
 
@@ -69,7 +78,7 @@ BOX_METRICS = {
         "(plot.metric: relative_loss_released)"),
     ("shortest_path", "relative_loss_released"): BoxMetric(
         "mean_relative_loss_released", r"released code's metric: regret $\cdot\ \Sigma_{j \in P^*}\, 1/c_j$"
-        "\n(per-trial mean)", "released code's metric (per-trial mean)<br>regret · Σ 1/c_j over the optimal path",
+        "\n(per-trial mean)", "released code's metric (per-trial mean)<br>regret · Σ 1/c<sub>j</sub> over the optimal path",
         f"y: the released code's metric (the published figures' scale), at least 64x the paper's ratio "
         f"{_SP_RATIO_TEXT}"),
     ("knapsack", "relative_loss"): BoxMetric(
@@ -222,9 +231,11 @@ def boxplot_plotly(trials: pd.DataFrame, title: str, metric: BoxMetric | str = "
                              tickvals=ticks, ticktext=labels, row=1, col=j)
     fig.update_yaxes(title_text=metric.plotly_label, row=1, col=1)
     lines = textwrap.wrap(_caption(trials, floored, log_scale, share_y, metric.note), width=PLOTLY_CAPTION_CHARS)
-    caption = dict(text="<br>".join(lines), xref="paper", yref="paper", x=0.5, y=0, yshift=-70, yanchor="top",
+    fig.update_yaxes(domain=[PLOTLY_TICK_BAND + PLOTLY_CAPTION_LINE * len(lines), 1.0], gridcolor=PLOTLY_GRID_COLOR)
+    fig.update_xaxes(gridcolor=PLOTLY_GRID_COLOR)
+    caption = dict(text="<br>".join(lines), xref="paper", yref="paper", x=0.5, y=0, yanchor="bottom",
                    showarrow=False, font=dict(size=10, color="gray"), xanchor="center")
-    fig.update_layout(title=title, boxmode="overlay", template="plotly_white", margin=dict(b=80 + 14 * len(lines)),
+    fig.update_layout(title=title, boxmode="overlay", template="plotly_white", height=PLOTLY_HEIGHT,
                       annotations=list(fig.layout.annotations) + [caption])
     return fig
 
@@ -238,7 +249,8 @@ def _bands(online: pd.DataFrame, column: str):
 
 
 _REGRET_SUM = r"$\sum_{s \leq t} c_s^\top(x_s - x_s^*)$"
-_REGRET_SUM_TEXT = "Σ_{s≤t} c_sᵀ(x_s − x*_s)"
+# plotly draws <sub>/<sup> (not TeX): the same sums as the PNG's math text
+_REGRET_SUM_TEXT = "Σ<sub>s≤t</sub> c<sub>s</sub>ᵀ(x<sub>s</sub> − x*<sub>s</sub>)"
 # The y axis of an online figure (``experiment.plot.regret``): the online step rows' column, its labels
 # and a caption note (`BoxMetric` describes any figure's y axis, box or curve).
 REGRET_AXES = {
@@ -248,12 +260,12 @@ REGRET_AXES = {
                      "relative losses, the paper text's definition)"),
     ("relative", "knapsack"): BoxMetric(
         "cumulative_relative_regret", r"cumulative relative regret $\sum_{s \leq t} c_s^\top(x_s - x_s^*)/\|c_s\|_2$",
-        "cumulative relative regret Σ_{s≤t} c_sᵀ(x_s − x*_s) / ‖c_s‖",
+        f"cumulative relative regret {_REGRET_SUM_TEXT} / ‖c<sub>s</sub>‖",
         "y: the sum of relative losses, the paper text's definition; the published figure 5 shows the raw regret "
         "(plot.regret: raw)"),
     ("relative", "shortest_path"): BoxMetric(
         "cumulative_relative_regret", r"cumulative relative regret $\sum_{s \leq t} c_s^\top(x_s - x_s^*)/c_s^\top x_s^*$",
-        "cumulative relative regret Σ_{s≤t} c_sᵀ(x_s − x*_s) / c_sᵀx*_s",
+        f"cumulative relative regret {_REGRET_SUM_TEXT} / c<sub>s</sub>ᵀx*<sub>s</sub>",
         "y: the sum of relative losses, the paper text's definition (plot.regret: raw for the raw regret)"),
 }
 

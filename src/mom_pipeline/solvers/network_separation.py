@@ -36,7 +36,10 @@ def relax(C: np.ndarray, S: np.ndarray, data: NetworkSamples, fixed: np.ndarray,
     on_route = ~np.isnan(fixed)
     x = np.where(on_route, fixed, np.inf)
     pred = np.full((T, data.n_nodes), -1, dtype=np.int64)
-    eps = tol * (1.0 + np.nanmax(np.abs(fixed), initial=0.0))
+    # A comparison counts a change only beyond tol relative to the value compared (at least 1,
+    # the margin's scale): round-off in a route's cost-to-go grows with its size, a violation
+    # that matters does not.
+    eps = tol
     sweeps, cycling, cycle_node = _frontier_sweeps(x, pred, lengths, on_route, data, eps, data.n_nodes + 1)
     # Violated detours: rows into a route node that would lower its fixed potential.
     add = np.zeros((T, n), dtype=bool)

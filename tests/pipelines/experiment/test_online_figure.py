@@ -10,7 +10,7 @@ from kedro.config import OmegaConfigLoader
 from mom_pipeline.experiments.data import generate_experiment, solve_experiment
 from mom_pipeline.experiments.online import run_online_trial
 from mom_pipeline.experiments.spec import ExperimentSpec
-from mom_pipeline.pipelines.experiment.nodes import report_online
+from mom_pipeline.pipelines.experiment.nodes import report_online, run_online
 from mom_pipeline.settings import CONFIG_LOADER_ARGS
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -75,3 +75,20 @@ def test_a_look_ahead_run_says_so_on_the_figure_and_in_the_summary():
     caption, markdown = caption_and_markdown({**params, "methods": methods})
     assert "MOM-OGD in the released notebook's look-ahead order" in caption
     assert "MOM-OGD in the released notebook's look-ahead order" in markdown
+
+
+def test_the_console_gets_one_line_per_online_figure(caplog):
+    """Each trial's methods are logged at DEBUG; the console has one line for the
+    figure with each method's mean final regret (30 trials x 4 methods were 120 INFO lines)."""
+    params = {**_fig5("smoke"), "trials": 2}
+    spec = ExperimentSpec(**params)
+    data = generate_experiment(spec)
+    solutions = solve_experiment(data, spec.basis_mode)
+    with caplog.at_level("DEBUG", logger="mom_pipeline"):
+        steps = run_online(data, solutions, params, {"backend": "sequential"})
+    info = [r.getMessage() for r in caplog.records if r.levelname == "INFO" and "regret" in r.getMessage()]
+    (line,) = info
+    last = steps[steps["step"] == steps["step"].max()].groupby("method", sort=False)["cumulative_regret"].mean()
+    assert line == f"fig5: 2 trials of {steps['step'].max()} steps, mean final cumulative regret: " + ", ".join(
+        f"{method} {value:.3g}" for method, value in last.items())
+    assert sum("steps in" in r.getMessage() for r in caplog.records if r.levelname == "DEBUG") == 2 * len(last)

@@ -21,7 +21,7 @@ from mom_pipeline.experiments import (ExperimentSpec, TrialData, TrialSolutions,
 from mom_pipeline.experiments.compute import ComputeConfig, StorageConfig, imap_trials, map_trials
 from mom_pipeline.experiments.evaluate import evaluate_trial, trial_summary
 from mom_pipeline.experiments.identity import check_generated, check_same_trial, check_tables, method_key, training_key
-from mom_pipeline.experiments.online import run_online_trial
+from mom_pipeline.experiments.online import log_online_summary, run_online_trial
 from mom_pipeline.experiments.progress import progress
 from mom_pipeline.experiments.storage import StoredTrial, TrainingPlan
 from mom_pipeline.experiments.train import (hyperparameter_rows, log_failed_cell_summary, log_failed_cells,
@@ -195,7 +195,9 @@ def run_online(problem_data: list[TrialData], solutions: list[TrialSolutions], e
     by_cell = _checked_trials(spec, problem_data, solutions)
     frames = map_trials(run_online_trial, [(spec, *pair) for pair in by_cell.values()],
                         ComputeConfig.from_params(compute), desc=f"{spec.name}: online")
-    return pd.concat(frames, ignore_index=True)
+    steps = pd.concat(frames, ignore_index=True)
+    log_online_summary(spec.name, steps)
+    return steps
 
 
 def report_online(online_steps: pd.DataFrame, experiment: ExperimentSpec):

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 from kedro.io.core import DatasetError
-from kedro_datasets.pandas import CSVDataset
 
+from mom_pipeline.datasets import AtomicCSVDataset
 from mom_pipeline.inverse.schema import ID, InverseInputError
 from mom_pipeline.inverse.tables import duplicated_names, duplicated_names_message
 
@@ -29,10 +29,11 @@ class MissingInputTable(InverseInputError):
     """A required input table's file does not exist; the message names it and what it must hold."""
 
 
-class InputTableDataset(CSVDataset):
+class InputTableDataset(AtomicCSVDataset):
     """A CSV input table (features, decisions, constraints, rhs, bounds, new contexts).
 
-    Three differences from pandas.CSVDataset: the ``id`` column is read as text (``0000``
+    Three differences from pandas.CSVDataset (besides saves whole or nothing, as the example
+    pipeline writes these tables): the ``id`` column is read as text (``0000``
     stays ``0000`` in every file, rather than the number 0 in some); a header that names a
     column twice is refused (pandas would rename the copy ``rain_mm.1``, a feature more, and
     the copy of a decision column ``x_1.1`` would be ignored); and the loaded table

@@ -12,3 +12,24 @@ def test_anchor_helpers_are_not_parameters():
     assert not [key for key in parameters if key.startswith("_")]
     # the experiments that use the anchors still receive their resolved content
     assert parameters["fig1"]["experiment"]["methods"]["MOM"]["grid"]["lam"][0] == 1e-6
+
+
+def test_a_loader_merges_its_parameters_once_and_every_read_gets_its_own_copy(monkeypatch):
+    from kedro.config import OmegaConfigLoader
+
+    merges = []
+    merge = OmegaConfigLoader.__getitem__
+    monkeypatch.setattr(OmegaConfigLoader, "__getitem__",
+                        lambda self, key: merges.append(key) or merge(self, key))
+    loader = ProjectConfigLoader(str(CONF), base_env="base", default_run_env="smoke",
+                                 runtime_params={"fig1": {"experiment": {"trials": 3}}})
+    first = loader["parameters"]
+    first["fig1"]["experiment"]["trials"] = 99  # a reader changing its copy
+    second = loader["parameters"]
+    assert merges.count("parameters") == 1
+    assert second["fig1"]["experiment"]["trials"] == 3  # the runtime parameter, not the reader's change
+    assert not [key for key in second if key.startswith("_")]
+    loader.runtime_params = {"fig1": {"experiment": {"trials": 4}}}  # other runtime parameters: merged again
+    assert loader["parameters"]["fig1"]["experiment"]["trials"] == 4 and merges.count("parameters") == 2
+    loader["parameters"] = {"only": 1}  # set on the loader, as Kedro allows: returned as set
+    assert loader["parameters"] == {"only": 1}

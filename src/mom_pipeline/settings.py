@@ -1,5 +1,6 @@
 """Kedro project settings."""
 
+import copy
 import logging
 import sys
 import warnings
@@ -57,9 +58,16 @@ class ProjectConfigLoader(OmegaConfigLoader):
     Kedro already drops top-level keys starting with "_" from the catalog and other config,
     but not from the parameters; the parameter files use such keys (`_lam_grid`, `_mom`, ...)
     only as YAML anchors, so they are dropped here too and never reach nodes or kedro-viz.
+
+    The parameters are merged once per loader (for its runtime parameters): a run given
+    `--params` reads them twice (the check of its runtime parameters validates them for every
+    registered pipeline, the run for its own), and each merge of the parameter files by
+    OmegaConf is about 2 CPU-s. Every read gets a copy of its own.
     """
 
     def __getitem__(self, key: str) -> Any:
+        if key == "parameters" and key not in self.data:  # not set explicitly on the loader
+            return copy.deepcopy(self._merged_parameters())
         config = super().__getitem__(key)
         if key == "parameters":
             return {name: value for name, value in config.items() if not str(name).startswith("_")}
@@ -68,6 +76,15 @@ class ProjectConfigLoader(OmegaConfigLoader):
 
             return local_store(config, Path(self.conf_source).parent)  # conf/ is in the project
         return config
+
+    def _merged_parameters(self) -> dict[str, Any]:
+        runtime = repr(self.runtime_params)
+        merged = getattr(self, "_parameters_for_runtime", None)
+        if merged is None or merged[0] != runtime:
+            config = super().__getitem__("parameters")
+            merged = (runtime, {name: value for name, value in config.items() if not str(name).startswith("_")})
+            self._parameters_for_runtime = merged
+        return merged[1]
 
 
 CONFIG_LOADER_CLASS = ProjectConfigLoader

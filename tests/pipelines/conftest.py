@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 from kedro.config import OmegaConfigLoader
-from kedro_runs import empty_tracking_store_in, make_project_copy
+from kedro_runs import empty_tracking_store_in, make_project_copy, parameters_read_once_per_content
 
-from mom_pipeline.settings import CONFIG_LOADER_ARGS
+from mom_pipeline.settings import CONFIG_LOADER_ARGS, ProjectConfigLoader
 from mom_pipeline.tracking import TRACKING_SWITCH
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -22,6 +22,18 @@ def _untracked_runs():
     Set here, not at import: the modules' own environments for `kedro run` are made then."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(TRACKING_SWITCH, "off")
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _parameters_merged_once_per_content():
+    """Each session's parameters are the project's loader's result, merged by OmegaConf once
+    per distinct content of the configuration files, environment and runtime parameters in a
+    test process (kedro_runs.parameters_read_once_per_content): each merge is about 2.2 CPU-s
+    (of a failing session's 4), and most of the suite's sessions read the same files."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ProjectConfigLoader, "__getitem__",
+                      parameters_read_once_per_content(ProjectConfigLoader.__getitem__))
         yield
 
 

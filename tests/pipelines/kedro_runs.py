@@ -1,6 +1,10 @@
 """Helpers of the pipeline tests: make a project copy, run a registered pipeline in it, read its latest outputs."""
 
 import contextlib
+import copy
+import functools
+import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -10,6 +14,39 @@ from kedro.framework.startup import bootstrap_project
 from mom_pipeline.tracking import LOCAL_ARTIFACTS, LOCAL_STORE, local_tracking_uri
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def parameters_read_once_per_content(getitem):
+    """`getitem` (a config loader's __getitem__) with its "parameters" remembered by what they
+    are made of: every file of the base and run environments' folders (their bytes), the
+    environments, the merge strategy, the file patterns and the runtime parameters. The same
+    content gives the remembered result (a copy: callers may change theirs); a changed file, an
+    environment or a runtime parameter gives a new merge. Errors are never remembered."""
+    remembered: dict[str, dict] = {}
+
+    def content_key(loader) -> str:
+        digest = hashlib.sha256()
+        conf = Path(loader.conf_source)
+        env = loader.env or loader.default_run_env
+        digest.update(json.dumps([type(loader).__qualname__, loader.base_env, env, loader.merge_strategy,
+                                  loader.config_patterns.get("parameters"), loader.runtime_params],
+                                 sort_keys=True, default=repr).encode())
+        for folder in dict.fromkeys((loader.base_env, env)):
+            for path in sorted((conf / folder).rglob("*")) if (conf / folder).is_dir() else ():
+                if path.is_file():
+                    digest.update(str(path.relative_to(conf)).encode() + b"\0" + path.read_bytes() + b"\0")
+        return digest.hexdigest()
+
+    @functools.wraps(getitem)
+    def __getitem__(loader, key):
+        if key != "parameters" or key in loader.data:
+            return getitem(loader, key)
+        content = content_key(loader)
+        if content not in remembered:
+            remembered[content] = getitem(loader, key)
+        return copy.deepcopy(remembered[content])
+
+    return __getitem__
 
 
 def empty_tracking_store_in(folder: Path) -> Path:

@@ -376,8 +376,10 @@ def _run_until(project: Path, marker: str, *args: str, timeout: float = 300) -> 
 
 
 def _signal_mid_inverse(p: Path, signum: int) -> subprocess.Popen | None:
-    """An inverse run sent `signum` after its second node; None when it ended before."""
-    process, _ = _run_until(p, "Completed 2 out of", "--pipelines", "inverse")
+    """An inverse run sent `signum` as its lambda tuning starts (several seconds, where the
+    three nodes after it take under one: a signal sent when the second node completed often
+    came after the run had finished); None when it ended before."""
+    process, _ = _run_until(p, "Running node: tune_lambda", "--pipelines", "inverse")
     if process.poll() is not None:
         return None
     os.killpg(process.pid, signum)
@@ -413,8 +415,11 @@ def ctrl_c_during_inverse(c: Cases, p: Path):
         return "unclear error", "the run did not stop within 120 s of Ctrl-C"
     if not process:
         return "skipped", "the run ended before the interrupt"
-    reports = sorted((p / "data/08_reporting/run_reports").glob("*.md"))
-    newest = reports[-1].read_text() if reports else ""
+    earlier = {r.name for r in (c.template / "data/08_reporting/run_reports").glob("*.md")}
+    reports = sorted(r for r in (p / "data/08_reporting/run_reports").glob("*.md") if r.name not in earlier)
+    newest = reports[-1].read_text() if reports else ""  # the interrupted run's
+    if "- status: succeeded" in newest:
+        return "skipped", "the run had finished before the interrupt"
     if process.returncode == 0:
         return "silent wrong", "exit 0 after Ctrl-C"
     said = re.search(r"interrupt|killed|failed", newest, re.IGNORECASE)

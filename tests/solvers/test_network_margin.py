@@ -1,6 +1,8 @@
 """The working set over arcs (solvers.network_margin) against the whole QP (cvxpy) and the
 dual formulation's block method, with its certificate, on grids and on a network with cycles."""
 
+import logging
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -88,10 +90,15 @@ def test_unusable_arcs_carry_no_margin():
     assert fast.objective_ < everything.objective_  # fewer rows, a smaller hinge
 
 
-def test_optimum_does_not_depend_on_the_starting_working_set():
+def test_optimum_does_not_depend_on_the_starting_working_set(caplog):
     trial, X, tails, heads, n_nodes = grid_routes(T=30, seed=3)
     data = network_samples(tails, heads, n_nodes, X, trial.train.Z)
-    default = solve_network_margin(data, 1e-2)
+    with caplog.at_level(logging.DEBUG, logger="mom_pipeline.solvers.network_margin"):
+        default = solve_network_margin(data, 1e-2)
+    # The last progress line gives the rounds and the certified gap.
+    last = caplog.records[-1].getMessage()
+    assert f"optimal after {default.iterations} rounds" in last
+    assert f"certified relative gap {default.certificate['relative_gap']:.1e}" in last
     empty = solve_network_margin(data, 1e-2, working=np.zeros_like(data.rows))
     assert abs(default.objective - empty.objective) <= 1e-8 * default.objective
     assert empty.iterations >= 2 and default.certificate["relative_gap"] <= 1e-8

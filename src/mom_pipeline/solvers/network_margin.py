@@ -212,6 +212,9 @@ def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, t
         raise RuntimeError(f"network MOM: not optimal after {max_rounds} working-set rounds")
     potentials = feasible_potentials(C, restricted.S, data, relaxation.potentials)
     certificate = network_margin_certificate(restricted.Theta, potentials, restricted.flows, data, lam, orders)
+    level = logging.INFO if time.perf_counter() - started > PROGRESS_AFTER else logging.DEBUG
+    logger.log(level, "network MOM: optimal after %d rounds, %d working rows, certified relative gap %.1e",
+               round_, working.sum(), certificate["relative_gap"])
     return SolverResult((restricted.Theta, potentials, restricted.flows), objective=certificate["objective"],
                         iterations=round_, status="optimal", path=f"network_working_set_{method}",
                         certificate=certificate, extra=dict(working_rows=int(working.sum()), history=history,

@@ -32,6 +32,7 @@ def _run(project: Path):
     return client, run
 
 
+@pytest.mark.slow  # a tracking process: a second interpreter importing MLflow (3.5-5.5 CPU-s)
 def test_a_run_is_recorded_with_every_parameter_and_its_artifacts(tmp_path):
     params = {f"fig5.experiment.p{i:03d}": str(i) for i in range(250)}  # > PIPE_BUF, three log_batch calls
     assert len(repr(params)) > select.PIPE_BUF
@@ -63,6 +64,7 @@ def test_a_run_is_recorded_with_every_parameter_and_its_artifacts(tmp_path):
     assert not list(Path(tempfile.gettempdir()).glob("mom-tracking-*.json"))  # the long message's file is gone
 
 
+@pytest.mark.slow  # a tracking process: a second interpreter importing MLflow (3.5-5.5 CPU-s)
 def test_a_run_whose_process_is_gone_ends_killed(tmp_path):
     events = []
     process = _start(tmp_path, events, {"a": "1"})
@@ -72,6 +74,7 @@ def test_a_run_whose_process_is_gone_ends_killed(tmp_path):
     assert run.info.status == "KILLED" and run.data.params == {"a": "1"}
 
 
+@pytest.mark.slow  # a tracking process: a second interpreter importing MLflow (3.5-5.5 CPU-s)
 def test_a_store_that_cannot_be_used_is_said_once(tmp_path):
     (tmp_path / "mlflow.db").write_bytes(b"not a database" * 100)
     events = []

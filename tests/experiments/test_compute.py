@@ -83,6 +83,7 @@ def _die(value):
     os._exit(1)  # a worker killed during its trial (the OOM killer, kill -9)
 
 
+@pytest.mark.slow  # a loky pool whose workers import the project (about 5 CPU-s)
 def test_a_dead_loky_worker_is_named_not_a_failed_save():
     """Issue 51 item 11: it surfaced as "fig1.models: Failed while saving data"."""
     with pytest.raises(ComputeBackendError, match=r"(?s)a worker process died during a trial \(TerminatedWorkerError.*"

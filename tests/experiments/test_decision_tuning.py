@@ -36,6 +36,7 @@ def trial_and_solutions():
     return spec, trials[0], solve_experiment(trials, "solver")[0]
 
 
+@pytest.mark.slow  # a tuning over decisions on every fold, three times (about 5 CPU-s)
 def test_the_choice_never_reads_a_cost(trial_and_solutions):
     spec, trial, solutions = trial_and_solutions
     config = spec.methods["MOM x*"]

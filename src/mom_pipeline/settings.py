@@ -70,7 +70,7 @@ class ProjectConfigLoader(OmegaConfigLoader):
             return copy.deepcopy(self._merged_parameters())
         config = super().__getitem__(key)
         if key == "parameters":
-            return {name: value for name, value in config.items() if not str(name).startswith("_")}
+            return _without_anchors(config)
         if key == "mlflow":
             from mom_pipeline.tracking import local_store
 
@@ -82,9 +82,14 @@ class ProjectConfigLoader(OmegaConfigLoader):
         merged = getattr(self, "_parameters_for_runtime", None)
         if merged is None or merged[0] != runtime:
             config = super().__getitem__("parameters")
-            merged = (runtime, {name: value for name, value in config.items() if not str(name).startswith("_")})
+            merged = (runtime, _without_anchors(config))
             self._parameters_for_runtime = merged
         return merged[1]
+
+
+def _without_anchors(config: dict[str, Any]) -> dict[str, Any]:
+    """The parameters without their top-level YAML-anchor keys (those starting with "_")."""
+    return {name: value for name, value in config.items() if not str(name).startswith("_")}
 
 
 CONFIG_LOADER_CLASS = ProjectConfigLoader

@@ -120,6 +120,12 @@ def initial_working_set(data: NetworkSamples) -> np.ndarray:
     return data.rows & (on_route[:, data.tails] | on_route[:, data.heads])
 
 
+def _progress_level(started: float) -> int:
+    """INFO for a fit running longer than PROGRESS_AFTER, else DEBUG: a tuning grid's many short
+    fits would flood the console."""
+    return logging.INFO if time.perf_counter() - started > PROGRESS_AFTER else logging.DEBUG
+
+
 RESTRICTED_METHODS = ("auto", "blocks", "clarabel")
 
 
@@ -191,9 +197,7 @@ def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, t
         history.append(dict(round=round_, working_rows=int(working.sum()), added=added,
                             infeasible_samples=int((~relaxation.feasible).sum()), qp_seconds=restricted.seconds,
                             qp_iterations=restricted.iterations, sweeps=relaxation.sweeps))
-        # Progress of long fits only: a tuning grid's many short fits would flood the console.
-        level = logging.INFO if time.perf_counter() - started > PROGRESS_AFTER else logging.DEBUG
-        logger.log(level, "network MOM round %d: %d working rows (%.1f per sample), %d samples with violated rows, "
+        logger.log(_progress_level(started), "network MOM round %d: %d working rows (%.1f per sample), %d samples with violated rows, "
                    "%d rows added; QP %.1f s, %d iterations", round_, working.sum(), working.sum() / data.T,
                    (~relaxation.feasible).sum(), added, restricted.seconds, restricted.iterations)
         if relaxation.feasible.all() and added == 0:
@@ -212,8 +216,7 @@ def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, t
         raise RuntimeError(f"network MOM: not optimal after {max_rounds} working-set rounds")
     potentials = feasible_potentials(C, restricted.S, data, relaxation.potentials)
     certificate = network_margin_certificate(restricted.Theta, potentials, restricted.flows, data, lam, orders)
-    level = logging.INFO if time.perf_counter() - started > PROGRESS_AFTER else logging.DEBUG
-    logger.log(level, "network MOM: optimal after %d rounds, %d working rows, certified relative gap %.1e",
+    logger.log(_progress_level(started), "network MOM: optimal after %d rounds, %d working rows, certified relative gap %.1e",
                round_, working.sum(), certificate["relative_gap"])
     return SolverResult((restricted.Theta, potentials, restricted.flows), objective=certificate["objective"],
                         iterations=round_, status="optimal", path=f"network_working_set_{method}",

@@ -43,7 +43,7 @@ def test_dfl_benchmark_is_registered_outside_the_default_run():
     assert not any(n.namespace and n.namespace.startswith("dfl_benchmark") for n in pipelines["__default__"].nodes)
 
 
-def test_base_protocol_is_pyepos_epochs_per_training_size_with_adam_batches_of_32():
+def test_base_protocol_is_pyepos_epochs_per_training_size_and_adam_on_batches_of_32():
     from kedro.config import OmegaConfigLoader
 
     from mom_pipeline.experiments import parse_spec
@@ -63,8 +63,8 @@ def test_base_protocol_is_pyepos_epochs_per_training_size_with_adam_batches_of_3
         for method in trained_by_steps:
             assert method.params["n_epochs"] == epochs[spec.fixed["n_train"]], (key, method.label)
             assert method.params["batch_size"] == 32, (key, method.label)
-            # Adam (dfl._adam_lockstep) for all but SPO+, which keeps the paper's step / sqrt(k + 1)
-            assert issubclass(estimator_class(method.estimator), _DecisionFocusedModel) == (method.label != "SPO+")
+            # every one by Adam (dfl._adam_lockstep), SPO+ too (SPOPlusAdam)
+            assert issubclass(estimator_class(method.estimator), _DecisionFocusedModel), (key, method.label)
 
 
 def test_smoke_run_reports_every_method_size_and_degree(project_copy):

@@ -97,3 +97,19 @@ def test_storage_mistakes_are_named():
         StorageConfig.from_params({"keep_models": "some"})
     with pytest.raises(ValueError, match="did you mean 'keep_models'"):
         StorageConfig.from_params({"keep_model": "all"})
+
+
+def test_method_params_fill_the_methods_that_accept_them_and_leave_the_rest():
+    methods = {"PFYL": {"estimator": "PFYL", "params": {"batch_size": 32}},
+               "DBB": {"estimator": "DBB", "params": {"n_epochs": 3}},  # its own value wins
+               "SPO+": {"estimator": "SPOPlus", "grid": {"n_epochs": [1, 2]}},  # tuned: left alone
+               "LS": {"estimator": "OLS"}}
+    spec = parse_spec({**BASE, "method_params": {"n_epochs": 200}, "methods": methods})
+    assert spec.methods["PFYL"].params == {"batch_size": 32, "n_epochs": 200}
+    assert spec.methods["DBB"].params == {"n_epochs": 3}
+    assert spec.methods["SPO+"].params == {} and spec.methods["SPO+"].grid == {"n_epochs": [1, 2]}
+    assert spec.methods["LS"].params == {}
+    with pytest.raises(SpecError, match=r"method_params \['n_epoch'\] is a hyperparameter of none.*'n_epochs'"):
+        parse_spec({**BASE, "method_params": {"n_epoch": 200}, "methods": methods})
+    with pytest.raises(SpecError, match="n_epochs. parameter of PFYL must be an int in the range"):
+        parse_spec({**BASE, "method_params": {"n_epochs": 0}, "methods": methods})

@@ -1,4 +1,4 @@
-"""PFYL and DBB: gradients against finite differences of their smoothed losses, the losses
+"""PFYL, DBB and SPO+ by Adam: gradients against finite differences of their smoothed losses, the losses
 against HiGHS, recovery of noise-free linear decisions, lockstep grids, bad inputs."""
 
 import numpy as np
@@ -7,8 +7,8 @@ from dfl_checks import record_solve_calls
 from finite_differences import central_differences
 
 from mom_pipeline.lp import solve_lp_batch
-from mom_pipeline.methods import DBB, OLS, PFYL
-from mom_pipeline.methods.dfl import dbb_loss, pfyl_loss
+from mom_pipeline.methods import DBB, OLS, PFYL, SPOPlus, SPOPlusAdam
+from mom_pipeline.methods.dfl import dbb_loss, pfyl_loss, spo_plus_loss
 from mom_pipeline.metrics import normalized_regret
 from mom_pipeline.problems import generate_knapsack, generate_shortest_path
 
@@ -35,6 +35,35 @@ def test_pfyl_gradient_is_the_derivative_of_the_perturbed_loss_with_fixed_noise(
     assert (loss >= -1e-9).all()
 
 
+@pytest.mark.parametrize("problem", ["shortest_path", "knapsack"])
+def test_spo_plus_subgradient_is_the_derivative_of_its_loss_and_the_loss_is_highs(path_trial, problem):
+    trial = path_trial if problem == "shortest_path" else generate_knapsack(10, 0, degree=2, eps_bar=0.3, seed=2)
+    lp, C = trial.lp, trial.train.C
+    C_hat = C + np.random.default_rng(4).normal(0, 0.3, C.shape)  # generic: x(2 c_hat - c) unique
+    X_star = lp.solve(C).x
+    loss, grad = spo_plus_loss(C_hat, C, X_star, lp)
+    numeric = central_differences(lambda W: spo_plus_loss(W, C, X_star, lp)[0], C_hat)
+    np.testing.assert_allclose(grad, numeric, atol=1e-6)
+    # max_x (c - 2 c_hat)'x + 2 c_hat'x* - c'x*, the max from HiGHS; 0 at c_hat = c, >= 0 elsewhere
+    reference = -solve_lp_batch(lp.A, lp.b, 2 * C_hat - C).objective + np.einsum("tj,tj->t", 2 * C_hat - C, X_star)
+    np.testing.assert_allclose(loss, reference, atol=1e-8)
+    assert (loss >= -1e-9).all() and np.allclose(spo_plus_loss(C, C, X_star, lp)[0], 0.0, atol=1e-9)
+
+
+def test_spo_plus_by_adam_takes_adam_steps_on_the_same_subgradient_as_spo_plus(path_trial):
+    # one step from Theta = 0 on the whole sample: SPO+'s subgradient step is -step * g, Adam's
+    # first step -step * sign(g) (|m / sqrt(v)| = 1): the same direction, entry by entry
+    lp, Z, C = path_trial.lp, path_trial.train.Z, path_trial.train.C
+    T = len(Z)
+    sgd = SPOPlus(n_epochs=1, batch_size=T, lam=0.0, step_size=1.0, cost_columns="all").fit(Z, lp=lp, C=C)
+    adam = SPOPlusAdam(n_epochs=1, batch_size=T, step_size=1.0).fit(Z, lp=lp, C=C)
+    assert adam.n_steps_ == 1
+    moved = np.abs(sgd.coef_) > 1e-3  # Adam's eps (1e-8) shortens the step of a tiny gradient
+    assert moved.sum() > 10
+    np.testing.assert_array_equal(np.sign(adam.coef_[moved]), np.sign(sgd.coef_[moved]))
+    np.testing.assert_allclose(np.abs(adam.coef_[moved]), 1.0, rtol=1e-4)
+
+
 @pytest.mark.parametrize("lam_interp", [0.5, 20.0])
 def test_dbb_gradient_is_the_derivative_of_the_interpolated_loss(lam_interp):
     trial = generate_knapsack(10, 0, degree=2, eps_bar=0.3, seed=2)  # a second oracle (greedy)
@@ -59,7 +88,8 @@ def test_dbb_interpolated_loss_tends_to_the_decision_cost(path_trial):
 
 
 @pytest.mark.parametrize("model", [PFYL(n_epochs=30, step_size=0.05, sigma=0.5),
-                                   DBB(n_epochs=30, step_size=0.05, lam_interp=5.0)])
+                                   DBB(n_epochs=30, step_size=0.05, lam_interp=5.0),
+                                   SPOPlusAdam(n_epochs=30, step_size=0.05)])
 def test_noise_free_linear_costs_are_recovered_in_decisions(model):
     # c = Theta0 z exactly (linear, no noise): the decisions of the learned model must be the
     # optimal paths of the test contexts, up to near ties (the costs of the 70 paths lie close
@@ -85,6 +115,7 @@ def test_noise_free_linear_costs_are_recovered_in_decisions(model):
 @pytest.mark.parametrize("cls, cells", [
     (PFYL, [dict(sigma=s, step_size=a) for s in (0.1, 1.0) for a in (0.01, 0.1)]),
     (DBB, [dict(lam_interp=l, step_size=a) for l in (1.0, 10.0) for a in (0.01, 0.1)]),
+    (SPOPlusAdam, [dict(lam=l, step_size=a) for l in (0.0, 0.1) for a in (0.01, 0.1)]),
 ])
 def test_grid_in_lockstep_equals_separate_fits(path_trial, cls, cells, monkeypatch):
     lp, Z, C = path_trial.lp, path_trial.train.Z, path_trial.train.C
@@ -94,7 +125,7 @@ def test_grid_in_lockstep_equals_separate_fits(path_trial, cls, cells, monkeypat
                 for cell in cells]
     calls = record_solve_calls(monkeypatch)
     together = cls.fit_many([cls(n_epochs=3, **{"batch_size": 4, **cell}) for cell in cells], Z, X_star, lp=lp, C=C)
-    per_row = 10 if cls is PFYL else 2  # M perturbations, or DBB's two solves
+    per_row = {PFYL: 10, DBB: 2, SPOPlusAdam: 1}[cls]  # M perturbations, DBB's two solves, SPO+'s one
     assert max(calls) == 4 * 4 * per_row  # four cells of batch 4 stacked into one oracle call
     assert len(calls) == 3 * 3 + 3 * 3  # 3 epochs of 3 steps for each of the two groups
     for a, b in zip(separate, together):

@@ -43,6 +43,30 @@ def test_dfl_benchmark_is_registered_outside_the_default_run():
     assert not any(n.namespace and n.namespace.startswith("dfl_benchmark") for n in pipelines["__default__"].nodes)
 
 
+def test_base_protocol_is_pyepos_epochs_per_training_size_and_adam_on_batches_of_32():
+    from kedro.config import OmegaConfigLoader
+
+    from mom_pipeline.experiments import parse_spec
+    from mom_pipeline.experiments.train import estimator_class
+    from mom_pipeline.methods.dfl import _DecisionFocusedModel
+    from mom_pipeline.settings import CONFIG_LOADER_ARGS
+
+    loader = OmegaConfigLoader(str(Path(__file__).resolve().parents[2] / "conf"), env="local", **{
+        k: v for k, v in CONFIG_LOADER_ARGS.items() if k != "default_run_env"})
+    cells = {key: parse_spec(value["experiment"]) for key, value in loader["parameters"]["dfl_benchmark"].items()
+             if isinstance(value, dict) and "experiment" in value}
+    assert len(cells) == 12  # 2 problems x 2 noise levels x 3 sizes
+    epochs = {100: 200, 1000: 20, 5000: 4}  # PyEPO: the same 20,000 sample visits at every size
+    for key, spec in cells.items():
+        trained_by_steps = [m for m in spec.methods.values() if "n_epochs" in estimator_class(m.estimator)().get_params()]
+        assert len(trained_by_steps) == 16, key
+        for method in trained_by_steps:
+            assert method.params["n_epochs"] == epochs[spec.fixed["n_train"]], (key, method.label)
+            assert method.params["batch_size"] == 32, (key, method.label)
+            # every one by Adam (dfl._adam_lockstep), SPO+ too (SPOPlusAdam)
+            assert issubclass(estimator_class(method.estimator), _DecisionFocusedModel), (key, method.label)
+
+
 def test_smoke_run_reports_every_method_size_and_degree(project_copy):
     result = subprocess.run([KEDRO, "run", "--pipelines=dfl_benchmark", "--env=smoke"], cwd=project_copy,
                             capture_output=True, text=True, timeout=900,

@@ -179,6 +179,9 @@ class ExperimentSpec(StrictModel):
     mode: Literal[MODES] = "offline"
     curves_exclude: tuple[str, ...] = ()
     plot: PlotSettings = PlotSettings()
+    # Hyperparameters of this experiment for every method whose estimator has them and whose own
+    # params and grid leave them unset (the DFL benchmark: PyEPO's epochs per training size).
+    method_params: dict[str, Any] = {}
     methods: dict[str, MethodConfig] = {}
 
     @model_validator(mode="before")
@@ -190,8 +193,10 @@ class ExperimentSpec(StrictModel):
             kept = {label: cfg for label, cfg in values["methods"].items() if cfg is not None}
             if values["methods"] and not kept:
                 raise SpecError(f"experiment {values.get('name')!r}: every method is set to null")
-            values["methods"] = {label: ({**cfg, "label": label} if isinstance(cfg, dict) and "label" not in cfg
-                                         else cfg) for label, cfg in kept.items()}
+            shared = values.get("method_params") or {}
+            values["methods"] = {label: _with_shared_params(
+                {**cfg, "label": label} if isinstance(cfg, dict) and "label" not in cfg else cfg, shared, values)
+                for label, cfg in kept.items()}
         return values
 
     @model_validator(mode="after")
@@ -206,6 +211,14 @@ class ExperimentSpec(StrictModel):
         if self.mode == "offline" and "regret" in self.plot.model_fields_set:
             raise SpecError(f"experiment {self.name!r}: plot.regret draws an online experiment's curves; "
                             f"{self.name!r} is offline (mode: offline), its figure is drawn by plot.metric")
+        if self.method_params:
+            from ..methods.registry import METHODS
+
+            accepted = set().union(*(METHODS[m.estimator].cls().get_params() for m in self.methods.values()))
+            unknown = sorted(set(self.method_params) - accepted)
+            if unknown:
+                raise SpecError(f"experiment {self.name!r}: method_params {unknown} is a hyperparameter of none of "
+                                f"its methods{nearest(unknown[0], accepted)}")
         if self.sweep.param in self.fixed:
             raise SpecError(f"experiment {self.name!r}: {self.sweep.param!r} is both swept and fixed")
         signature = inspect.signature(GENERATORS[self.problem]).parameters
@@ -256,6 +269,24 @@ class ExperimentSpec(StrictModel):
         if not self.methods:
             raise SpecError(f"experiment {self.name!r}: no methods configured")
         return list(self.methods.values())
+
+
+def _with_shared_params(cfg, shared: dict, experiment: dict):
+    """A method's configuration with the experiment's `method_params` its estimator accepts and
+    its params and grid do not set; a key no method accepts is an error naming it."""
+    if not shared or not isinstance(cfg, dict) or not isinstance(shared, dict):
+        return cfg
+    from ..methods.registry import METHODS
+
+    entry = METHODS.get(cfg.get("estimator"))
+    if entry is None:  # MethodConfig names the unknown estimator
+        return cfg
+    accepted = set(entry.cls().get_params())
+    taken = set(cfg.get("params") or {}) | set(cfg.get("grid") or {})
+    added = {key: value for key, value in shared.items() if key in accepted and key not in taken}
+    if not added:
+        return cfg
+    return {**cfg, "params": {**(cfg.get("params") or {}), **added}}
 
 
 def _message(error: ValidationError, name: str) -> str:

@@ -14,7 +14,7 @@ PFYL and DBB, the learning-to-rank losses and the perturbed I-MLE, AI-MLE, NID a
 from .base import CostModel, LinearCostModel, MissingCostsError, NotFittedError, check_features, resolve_lp
 from .baselines import OLS, KernelRidgeCost, RandomForest, Ridge, SPOPlus
 from .cave import CaVE
-from .dfl import DBB, PFYL
+from .dfl import DBB, PFYL, SPOPlusAdam
 from .kernels import KernelFeatures, KernelMOM
 from .mom import MOM
 from .ftrl import FTRLMOM
@@ -55,6 +55,7 @@ __all__ = [
     "RandomForest",
     "Ridge",
     "SPOPlus",
+    "SPOPlusAdam",
     "SuboptimalityOGD",
     "TuningResult",
     "check_features",

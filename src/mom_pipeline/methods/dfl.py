@@ -1,6 +1,6 @@
 """Decision-focused learning baselines on the batched exact oracles (no autodiff framework).
 
-Both learn a linear cost model c_hat = Theta z from features and TRUE costs (``needs_costs``)
+They learn a linear cost model c_hat = Theta z from features and TRUE costs (``needs_costs``)
 by mini-batch Adam on a surrogate whose gradient with respect to c_hat needs only LP solves:
 
 * `PFYL`, the perturbed Fenchel-Young loss (Berthet et al., 2020). For a minimization LP
@@ -8,6 +8,9 @@ by mini-batch Adam on a surrogate whose gradient with respect to c_hat needs onl
   loss  L(c_hat; x*) = c_hat'x* - F(c_hat)  is convex, >= 0, and has gradient
   x* - E_xi[ x*(c_hat + sigma xi) ]. The expectation is the mean over M draws, and the M
   perturbations of every sample of a batch are ONE batched oracle call.
+* `SPOPlusAdam`, the SPO+ surrogate (Elmachtoub and Grigas, 2022) trained as PyEPO trains it,
+  by Adam: loss -min_x (2 c_hat - c)'x + 2 c_hat'x* - c'x*, subgradient 2 (x* - x(2 c_hat - c)),
+  one oracle call (`baselines.SPOPlus` keeps the paper's subgradient steps step / sqrt(k + 1)).
 * `DBB`, differentiable black-box optimization (Vlastelica, Paulus et al., 2020), here on the
   decision loss c'x(c_hat) (the regret up to a constant). Its gradient w.r.t. x is c, so the
   second oracle call is at c_hat + lam_interp c, and the gradient is
@@ -99,6 +102,20 @@ def value_difference_loss(C_hat, C, lp: StandardFormLP, h, upper: float, lower: 
     x, value = both.x.reshape(2, T, -1), both.objective.reshape(2, T)
     width = (upper - lower) * h
     return (value[1] - value[0]) / width, (x[1] - x[0]) / width[:, None]
+
+
+def spo_plus_loss(C_hat, C, X_star, lp: StandardFormLP) -> tuple[np.ndarray, np.ndarray]:
+    """SPO+ losses and subgradients w.r.t. c_hat (Elmachtoub and Grigas, 2022):
+
+    loss_t = -min_x (2 c_hat_t - c_t)'x + 2 c_hat_t'x*_t - c_t'x*_t  (>= 0, 0 at c_hat = c),
+    grad_t = 2 (x*_t - x(2 c_hat_t - c_t)).   One batched `lp.solve`.
+
+    Returns:
+        (loss (T,), grad (T, n)).
+    """
+    tilde = lp.solve(2.0 * C_hat - C, need_basis=False)
+    loss = -tilde.objective + np.einsum("tj,tj->t", 2.0 * C_hat - C, X_star)
+    return loss, 2.0 * (X_star - tilde.x)
 
 
 def dbb_loss(C_hat, C, lp: StandardFormLP, lam_interp) -> tuple[np.ndarray, np.ndarray]:
@@ -319,3 +336,22 @@ class DBB(_DecisionFocusedModel):
     def _stacked_loss(models, C_hat, C, X_star, lp, rng, samples, state):
         B = C_hat.shape[0] // len(models)
         return dbb_loss(C_hat, C, lp, np.repeat([float(m.lam_interp) for m in models], B))
+
+
+@estimator_hyperparameters
+class SPOPlusAdam(_DecisionFocusedModel):
+    """Linear c_hat = Theta z trained on the SPO+ loss (Elmachtoub and Grigas, Management Science
+    2022) by mini-batch Adam, as PyEPO's experiments train it (`spo_plus_loss`). Theta is 0 on a
+    knapsack's slack columns by default (``cost_columns="non_slack"``, as `baselines.SPOPlus`:
+    docs/decisions/024-spo-plus-slack-costs.md).
+
+    Attributes:
+        coef_: (n, d) Theta.  loss_history_: the mean SPO+ loss of each batch before its step.
+        n_steps_: the number of Adam steps (one batched oracle call each).
+    """
+
+    cost_columns: str = "non_slack"
+
+    @staticmethod
+    def _stacked_loss(models, C_hat, C, X_star, lp, rng, samples, state):
+        return spo_plus_loss(C_hat, C, X_star, lp)

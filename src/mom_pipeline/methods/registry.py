@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from .base import CostModel
 from .baselines import OLS, KernelRidgeCost, RandomForest, Ridge, SPOPlus
 from .cave import CaVE
-from .dfl import DBB, PFYL
+from .dfl import DBB, PFYL, SPOPlusAdam
 from .kernels import KernelMOM
 from .mom import MOM
 from .ftrl import FTRLMOM
@@ -43,11 +43,12 @@ class MethodEntry:
 
 # Tables and figures show a method under its registered name unless it has a label of its own here.
 _LABELS = {"OnlineMOM": "MOM-OGD", "FTRLMOM": "MOM-FTRL", "SuboptimalityOGD": "Suboptimality-OGD",
-           "RandomForest": "RF", "SPOPlus": "SPO+",
+           "RandomForest": "RF", "SPOPlus": "SPO+", "SPOPlusAdam": "SPO+ (Adam)",
            "IMLE": "I-MLE", "AIMLE": "AI-MLE"}
 _CLASSES = {"MOM": MOM, "KernelMOM": KernelMOM, "OnlineMOM": OnlineMOM, "Perceptron": Perceptron,
             "FTRLMOM": FTRLMOM, "SuboptimalityOGD": SuboptimalityOGD, "OLS": OLS, "Ridge": Ridge,
-            "RandomForest": RandomForest, "SPOPlus": SPOPlus, "KernelRidge": KernelRidgeCost, "PFYL": PFYL,
+            "RandomForest": RandomForest, "SPOPlus": SPOPlus, "SPOPlusAdam": SPOPlusAdam, "KernelRidge": KernelRidgeCost,
+            "PFYL": PFYL,
             "DBB": DBB, "CaVE": CaVE, "NCE": NCE, "PointwiseLTR": PointwiseLTR, "PairwiseLTR": PairwiseLTR,
             "ListwiseLTR": ListwiseLTR, "CMAP": CMAP, "DPO": DPO, "IMLE": IMLE, "AIMLE": AIMLE, "NID": NID,
             "PG": PG}
@@ -60,7 +61,8 @@ _CLASSES = {"MOM": MOM, "KernelMOM": KernelMOM, "OnlineMOM": OnlineMOM, "Percept
 #: online methods of figure 5.
 FAMILIES = ("two-stage", "regret-based", "perturbed", "solution pool", "cone-aligned", "MOM", "MOM x*", "online")
 _FAMILIES = {"OLS": "two-stage", "Ridge": "two-stage", "RandomForest": "two-stage", "KernelRidge": "two-stage",
-             "SPOPlus": "regret-based", "DBB": "regret-based", "NID": "regret-based", "PG": "regret-based",
+             "SPOPlus": "regret-based", "SPOPlusAdam": "regret-based", "DBB": "regret-based", "NID": "regret-based",
+             "PG": "regret-based",
              "PFYL": "perturbed", "DPO": "perturbed", "IMLE": "perturbed", "AIMLE": "perturbed",
              "NCE": "solution pool", "CMAP": "solution pool", "PointwiseLTR": "solution pool",
              "PairwiseLTR": "solution pool", "ListwiseLTR": "solution pool", "CaVE": "cone-aligned",

@@ -58,12 +58,9 @@ def relax(C: np.ndarray, S: np.ndarray, data: NetworkSamples, fixed: np.ndarray,
     return Relaxation(potentials=x, add=add, feasible=feasible, sweeps=sweeps)
 
 
-#: Samples still relaxing are checked for a cycle of their predecessor arcs after this many
-#: sweeps, then after twice as many, and so on: such a cycle is a negative cycle (Bellman-Ford's
-#: predecessor graph has no other cycles), so the sample stops there instead of relaxing it for
-#: as many sweeps as it has nodes. Cycles of two arcs (a two-way street) are checked at every
-#: sweep, on the nodes that moved only. On a 100 x 100 grid every sample relaxes for about
-#: the grid's diameter (190-200 sweeps): a full check every 8 sweeps cost a third of the fit.
+#: Samples still relaxing are checked for a cycle of their predecessor arcs every this many
+#: sweeps: such a cycle is a negative cycle (Bellman-Ford's predecessor graph has no other
+#: cycles), so the sample stops there instead of relaxing it for as many sweeps as it has nodes.
 CYCLE_CHECK_SWEEPS = 8
 
 
@@ -80,7 +77,7 @@ def _frontier_sweeps(x: np.ndarray, pred: np.ndarray, lengths: np.ndarray, on_ro
     changed = np.flatnonzero(np.isfinite(x))  # flat (sample, node) keys of the nodes that moved
     cycle_node = np.full(T, -1, dtype=np.int64)
     x_flat, pred_flat = x.reshape(-1), pred.reshape(-1)
-    sweeps, next_check = 0, CYCLE_CHECK_SWEEPS
+    sweeps = 0
     while changed.size and sweeps < max_sweeps:
         sweeps += 1
         samples, nodes = np.divmod(changed, N)
@@ -102,10 +99,7 @@ def _frontier_sweeps(x: np.ndarray, pred: np.ndarray, lengths: np.ndarray, on_ro
         changed = key[first]
         x_flat[changed] = candidate[first]
         pred_flat[changed] = arcs[first]
-        if changed.size:
-            changed = _stop_two_cycles(changed, pred_flat, data.heads, N, cycle_node)
-        if sweeps == next_check and changed.size:
-            next_check *= 2
+        if sweeps % CYCLE_CHECK_SWEEPS == 0 and changed.size:
             busy = np.unique(changed // N)
             found = _cycle_nodes(pred[busy], data.heads)
             stop = busy[found >= 0]
@@ -116,21 +110,6 @@ def _frontier_sweeps(x: np.ndarray, pred: np.ndarray, lengths: np.ndarray, on_ro
     if changed.size:  # still relaxing after max_sweeps: a negative cycle the check has not met
         cycling[np.unique(changed // N)] = True
     return sweeps, cycling, cycle_node
-
-
-def _stop_two_cycles(changed: np.ndarray, pred_flat: np.ndarray, heads: np.ndarray, N: int,
-                     cycle_node: np.ndarray) -> np.ndarray:
-    """The moved (sample, node) keys without the samples where a moved node's predecessor arc
-    comes from a node whose own predecessor arc comes from it (a negative cycle of two arcs);
-    those samples get that node in `cycle_node`."""
-    samples, nodes = np.divmod(changed, N)
-    back = pred_flat[samples * N + heads[pred_flat[changed]]]
-    two = (back >= 0) & (heads[np.maximum(back, 0)] == nodes)
-    if not two.any():
-        return changed
-    stop, first = np.unique(samples[two], return_index=True)
-    cycle_node[stop] = nodes[two][first]
-    return changed[~np.isin(samples, stop)]
 
 
 def _cycle_nodes(pred: np.ndarray, heads: np.ndarray) -> np.ndarray:

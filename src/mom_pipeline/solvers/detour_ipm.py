@@ -32,10 +32,12 @@ import numpy as np
 
 from .dense_cholesky import cho_factor_symmetric, cho_solve_factor
 from .result import SolverResult
+from .triangular import upper_triangular_inverse
 
 #: Blocks per chunk of a Newton step's Schur sum: the chunk's (chunk, q, q) temporaries stay
-#: near CHUNK_BYTES.
+#: near CHUNK_BYTES, and at most CHUNK_BLOCKS blocks of similar sizes share one padding.
 CHUNK_BYTES = 2**27
+CHUNK_BLOCKS = 64
 GAP_FLOOR = 1e-6
 STALL_STEPS = 5
 STALL_GAP = 1e-7
@@ -51,10 +53,30 @@ class DetourBlocks:
     (T, K, A) 0/1, h (T, K); padding rows carry P = 0, C = 0 and h = -1 (always slack), and
     padding slacks a zero column of C (their optimum is 0)."""
 
-    def __init__(self, P: np.ndarray, C: np.ndarray, h: np.ndarray, Z: np.ndarray):
+    def __init__(self, P: np.ndarray, C: np.ndarray, h: np.ndarray, Z: np.ndarray,
+                 rows: np.ndarray | None = None, slacks: np.ndarray | None = None):
         self.P, self.C, self.h, self.Z = P, C, h, Z
         self.T, self.K, self.q = P.shape
         self.A, self.d = C.shape[2], Z.shape[1]
+        # Each block's own rows and slacks (the first ones; the rest is padding).
+        self.rows = np.full(self.T, self.K) if rows is None else np.asarray(rows)
+        self.slacks = np.full(self.T, self.A) if slacks is None else np.asarray(slacks)
+
+    def chunks(self) -> list[np.ndarray]:
+        """The blocks in chunks of similar sizes (sorted by rows, then slacks), each about
+        CHUNK_BYTES of Newton-step temporaries."""
+        order = np.lexsort((self.slacks, self.rows))
+        chunks, start = [], 0
+        while start < self.T:
+            stop = start + 1
+            while stop < self.T and stop - start < CHUNK_BLOCKS:
+                k, a = self.rows[order[stop]], self.slacks[order[stop]]
+                if 8 * (stop + 1 - start) * ((k + a) ** 2 + self.q * self.q + k * self.q) > CHUNK_BYTES:
+                    break
+                stop += 1
+            chunks.append(np.sort(order[start:stop]))
+            start = stop
+        return chunks
 
     def row_values(self, W: np.ndarray, s: np.ndarray) -> np.ndarray:
         """P_t (W z_t) + C_t s_t, (T, K)."""
@@ -177,23 +199,30 @@ def _newton_solver(blocks: DetourBlocks, lam: float, row_inverse: np.ndarray, sl
     E_t^-1 d_beta_t + P_t (dW z_t) = b_t, lam dW - sum_t P_t' d_beta_t z_t' = r_W."""
     P, C, Z = blocks.P, blocks.C, blocks.Z
     T, K, A, q, d = blocks.T, blocks.K, blocks.A, blocks.q, blocks.d
-    # E_t = D_g^1/2 Qc Qc' D_g^1/2 with Qc the first K rows of the orthogonal complement of
-    # [D_g^1/2 C_t; D_s^1/2] (complete QR): positive semidefinite by construction, while the
-    # sum D_g^-1 + C D_s^-1 C' loses its small eigenvalues to round-off (two detours sharing an
-    # arc whose slack is positive) and its Cholesky fails near the optimum.
+    # Blocks are factored in chunks of similar sizes (`DetourBlocks.order`), each padded only
+    # to its own largest block: padding rows (C = 0, P = 0) keep E = D_g, Y = 0.
     root_g = 1.0 / np.sqrt(row_inverse)
-    stacked = np.zeros((T, K + A, A))
-    stacked[:, :K] = root_g[:, :, None] * C
-    stacked[:, K + np.arange(A), np.arange(A)] = 1.0 / np.sqrt(slack_inverse)
-    Q = np.linalg.qr(stacked, mode="complete")[0]
-    Vt = Q[:, :K, A:].transpose(0, 2, 1) * root_g[:, None, :]          # (T, K, K): E = Vt'Vt
-    Y = Vt @ P                                                         # (T, K, q): Y'Y = P'EP
+    Vt = np.zeros((T, K, K))
+    Vt[:, np.arange(K), np.arange(K)] = root_g
+    Y = np.zeros((T, K, q))
     schur = np.zeros((q * q, d * d))
-    chunk = max(1, int(CHUNK_BYTES // (8 * q * q)))
     Z2 = (Z[:, :, None] * Z[:, None, :]).reshape(T, d * d)
-    for start in range(0, T, chunk):
-        part = slice(start, start + chunk)
-        gram = Y[part].transpose(0, 2, 1) @ Y[part]                   # (chunk, q, q)
+    for part in blocks.chunks():
+        k, a = int(blocks.rows[part].max(initial=1)), int(blocks.slacks[part].max(initial=1))
+        k, a = max(k, 1), max(a, 1)
+        # E = (D_g^-1 + C D_s^-1 C')^-1 = D_g^1/2 (N'N)^-1 D_g^1/2 with N = [I; D_s^-1/2 C' D_g^1/2],
+        # from the R of N's QR: forming the sum loses its small eigenvalues to round-off (two
+        # detours sharing an arc whose slack is positive), N holds only square roots.
+        stacked = np.zeros((part.size, k + a, k))
+        stacked[:, np.arange(k), np.arange(k)] = 1.0
+        stacked[:, k:] = (np.sqrt(slack_inverse[part, :a])[:, :, None] * C[part, :k, :a].transpose(0, 2, 1)
+                          * root_g[part, None, :k])
+        R = np.linalg.qr(stacked, mode="r")
+        Vt_part = upper_triangular_inverse(R).transpose(0, 2, 1) * root_g[part, None, :k]  # E = Vt'Vt
+        Vt[part, :k, :k] = Vt_part
+        Y_part = Vt_part @ P[part, :k]                                   # Y'Y = P'EP
+        Y[part, :k] = Y_part
+        gram = Y_part.transpose(0, 2, 1) @ Y_part                        # (chunk, q, q)
         schur += gram.reshape(-1, q * q).T @ Z2[part]
     S = schur.reshape(q, q, d, d).transpose(0, 2, 1, 3).reshape(q * d, q * d)
     S[np.arange(q * d), np.arange(q * d)] += lam

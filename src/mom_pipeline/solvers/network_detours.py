@@ -46,6 +46,12 @@ MAX_ROUNDS = 100
 #: (every off-route arc then has length INITIAL_COST - 1: the detours with fewer arcs than
 #: INITIAL_COST times their stretch of route).
 INITIAL_COST = 2.0
+#: A fit of at least PILOT_FACTOR * PILOT_MIN_SAMPLES samples starts from a pilot: the same fit
+#: on every PILOT_FACTOR-th sample, whose working detours, and the detours within PILOT_BAND
+#: of their margin at its optimum on every sample, are the first working set.
+PILOT_FACTOR = 8
+PILOT_MIN_SAMPLES = 30
+PILOT_BAND = 0.0
 
 
 class DetourSet:
@@ -61,6 +67,7 @@ class DetourSet:
             self.position[t, data.destinations[t]] = order.size
         self.paths: list[list[np.ndarray]] = [[] for _ in range(T)]
         self.cycles: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(T)]
+        self.ends: list[list[tuple[int, int]]] = [[] for _ in range(T)]
         self._seen: list[set] = [set() for _ in range(T)]
 
     def add(self, t: int, path: np.ndarray, start: int, end: int) -> bool:
@@ -81,6 +88,7 @@ class DetourSet:
                 arcs.append(order[v:u])
                 signs.append(np.ones(u - v))
         self.paths[t].append(path)
+        self.ends[t].append((start, end))
         self.cycles[t].append((np.concatenate(arcs), np.concatenate(signs)))
         return True
 
@@ -112,18 +120,21 @@ class DetourSet:
                 local = np.searchsorted(slack_arcs[t], path)
                 C[t, k, local] = 1.0
                 h[t, k] = path.size
-        return DetourBlocks(P, C, h, data.Z), slack_arcs
+        rows = np.array([len(p) for p in self.paths])
+        slacks = np.array([a.size for a in slack_arcs])
+        return DetourBlocks(P, C, h, data.Z, rows, slacks), slack_arcs
 
 
 def violated_detours(C: np.ndarray, S: np.ndarray, data: NetworkSamples, fixed: np.ndarray, detours: DetourSet,
-                     tol: float = VIOLATION_TOL) -> tuple[int, int, np.ndarray]:
+                     tol: float = VIOLATION_TOL, band: float = 0.0) -> tuple[int, int, np.ndarray]:
     """Bellman-Ford from the route nodes over every row (lengths c - 1 + s); adds each
     violated detour (a row into a route node that would lower its potential, with its head's
-    predecessor chain) and each negative cycle among free nodes. Returns (detours added,
+    predecessor chain) and each negative cycle among free nodes; with `band`, the detours
+    within band per arc of their margin too. Returns (detours added,
     samples with a violation, the relaxed potentials)."""
     T, n = C.shape
     N = data.n_nodes
-    lengths = np.where(data.rows, C - 1.0 + S, np.inf)
+    lengths = np.where(data.rows, C - 1.0 - band + S, np.inf)
     on_route = ~np.isnan(fixed)
     x = np.where(on_route, fixed, np.inf)
     pred = np.full((T, N), -1, dtype=np.int64)
@@ -197,8 +208,7 @@ def solve_network_detours(data: NetworkSamples, lam: float, tol: float = VIOLATI
     orders = route_order(data)
     U = cycle_space_basis(data)
     detours = DetourSet(data, orders)
-    start_costs = np.full((data.T, data.n), INITIAL_COST)
-    violated_detours(start_costs, np.zeros_like(start_costs), data, route_potentials(start_costs, data, orders), detours, tol)
+    pilot = _start(data, lam, orders, detours, tol, max_rounds)
     T = data.T
     history = []
     for round_ in range(1, max_rounds + 1):
@@ -230,4 +240,27 @@ def solve_network_detours(data: NetworkSamples, lam: float, tol: float = VIOLATI
     certificate = network_margin_certificate(Theta, potentials, flows, data, lam, orders)
     return SolverResult((Theta, potentials, flows), objective=certificate["objective"], iterations=round_,
                         status="optimal", path="network_detours", certificate=certificate,
-                        extra=dict(detours=detours.size, history=history))
+                        extra=dict(detours=detours.size, history=history,
+                                   paths=[list(zip(p, e)) for p, e in zip(detours.paths, detours.ends)], working_rows=int((flows > 0).sum()),
+                                   pilot=pilot))
+
+
+def _start(data: NetworkSamples, lam: float, orders, detours: DetourSet, tol: float, max_rounds: int) -> dict | None:
+    """Fill the first working set: from a pilot fit on every PILOT_FACTOR-th sample (its
+    detours, and those its optimum violates on every sample), or on small fits the detours
+    violated at INITIAL_COST per arc. Returns what the pilot took (None without one)."""
+    from .network_margin import data_subset
+
+    if data.T < PILOT_FACTOR * PILOT_MIN_SAMPLES:
+        costs = np.full((data.T, data.n), INITIAL_COST)
+        violated_detours(costs, np.zeros_like(costs), data, route_potentials(costs, data, orders), detours, tol)
+        return None
+    started = time.perf_counter()
+    chosen = np.linspace(0, data.T - 1, data.T // PILOT_FACTOR).round().astype(np.int64)
+    pilot = solve_network_detours(data_subset(data, chosen), lam, tol=tol, max_rounds=max_rounds)
+    for sample, paths in zip(chosen.tolist(), pilot.extra["paths"]):
+        for path, (start, end) in paths:
+            detours.add(sample, path, start, end)
+    C = predicted_costs(pilot.solution[0], data)
+    violated_detours(C, np.zeros_like(C), data, route_potentials(C, data, orders), detours, tol, PILOT_BAND)
+    return dict(samples=int(chosen.size), rounds=pilot.iterations, seconds=time.perf_counter() - started)

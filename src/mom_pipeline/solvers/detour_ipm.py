@@ -41,6 +41,8 @@ CHUNK_BLOCKS = 64
 GAP_FLOOR = 1e-6
 STALL_STEPS = 5
 STALL_GAP = 1e-7
+#: A warm start's slacks and surpluses are shifted this far off 0, its multipliers this share of the weight.
+WARM_SHIFT = 1e-2
 VERBOSE = False
 #: Iterative-refinement steps of every Newton solve (on the whole Newton system).
 REFINEMENTS = 2
@@ -93,14 +95,22 @@ class DetourBlocks:
 
 
 def detour_qp(blocks: DetourBlocks, lam: float, weight: float, tol: float = 1e-8, gap_tol: float = 1e-9,
-              max_iter: int = 200) -> SolverResult:
-    """The detour QP's optimum (module docstring). Returns a `SolverResult` with solution
-    (W (q, d), s (T, A)), extra["multipliers"] = beta (T, K) (the rows' multipliers)."""
+              max_iter: int = 200, start: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> SolverResult:
+    """The detour QP's optimum (module docstring). start: (W, s, beta) of a related problem
+    (a working set's previous round, padded to these blocks), shifted WARM_SHIFT into the
+    interior. Returns a `SolverResult` with solution (W (q, d), s (T, A)),
+    extra["multipliers"] = beta (T, K) (the rows' multipliers)."""
     T, K, A, q, d = blocks.T, blocks.K, blocks.A, blocks.q, blocks.d
     h = blocks.h
-    W = np.zeros((q, d))
-    s, g = np.ones((T, A)), np.ones((T, K))
-    beta, nu = np.full((T, K), weight), np.full((T, A), weight)
+    if start is None:
+        W = np.zeros((q, d))
+        s, g = np.ones((T, A)), np.ones((T, K))
+        beta, nu = np.full((T, K), weight), np.full((T, A), weight)
+    else:
+        W, s, beta = start
+        s, beta = np.maximum(s, WARM_SHIFT), np.maximum(beta, WARM_SHIFT * weight)
+        g = np.maximum(blocks.row_values(W, s) - h, WARM_SHIFT)
+        nu = np.maximum(weight - blocks.slack_pull(beta), WARM_SHIFT * weight)
     n_pairs = T * (K + A)
     scale_h = 1.0 + np.abs(h).max(initial=0.0)
     history = []

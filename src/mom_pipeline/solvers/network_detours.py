@@ -196,7 +196,7 @@ def cycle_space_basis(data: NetworkSamples) -> np.ndarray:
 
 
 def solve_network_detours(data: NetworkSamples, lam: float, tol: float = VIOLATION_TOL,
-                          max_rounds: int = MAX_ROUNDS) -> SolverResult:
+                          max_rounds: int = MAX_ROUNDS, warm: bool = True) -> SolverResult:
     """The exact per-arc MOM optimum on a network LP by the working set of detour cycles
     (module docstring). Returns a `SolverResult` as `solve_network_margin`: solution (Theta,
     potentials, row flows), the certificate, iterations = rounds."""
@@ -208,12 +208,22 @@ def solve_network_detours(data: NetworkSamples, lam: float, tol: float = VIOLATI
     orders = route_order(data)
     U = cycle_space_basis(data)
     detours = DetourSet(data, orders)
-    pilot = _start(data, lam, orders, detours, tol, max_rounds)
+    pilot = _start(data, lam, orders, detours, tol, max_rounds, warm)
     T = data.T
     history = []
+    previous = None
     for round_ in range(1, max_rounds + 1):
         blocks, slack_arcs = detours.blocks(U)
-        result = detour_qp(blocks, lam, 1.0 / T)
+        start = None
+        if previous is not None and warm:
+            W_old, S_old, beta_old = previous
+            s0, beta0 = np.zeros((T, blocks.A)), np.zeros((T, blocks.K))
+            for t in range(T):
+                s0[t, :slack_arcs[t].size] = S_old[t, slack_arcs[t]]
+            k = min(beta_old.shape[1], blocks.K)
+            beta0[:, :k] = beta_old[:, :k]
+            start = (W_old, s0, beta0)
+        result = detour_qp(blocks, lam, 1.0 / T, start=start)
         W, s = result.solution
         beta = result.extra["multipliers"]
         Theta = U @ W
@@ -224,6 +234,7 @@ def solve_network_detours(data: NetworkSamples, lam: float, tol: float = VIOLATI
             k = slack_arcs[t].size
             S[t, slack_arcs[t]] = np.maximum(s[t, :k], 0.0)
             flows[t, slack_arcs[t]] = np.clip(arc_flow[t, :k], 0.0, 1.0)
+        previous = (W, S, beta)
         C = predicted_costs(Theta, data)
         fixed = route_potentials(C, data, orders)
         added, infeasible, relaxed = violated_detours(C, S, data, fixed, detours, tol)
@@ -245,7 +256,8 @@ def solve_network_detours(data: NetworkSamples, lam: float, tol: float = VIOLATI
                                    pilot=pilot))
 
 
-def _start(data: NetworkSamples, lam: float, orders, detours: DetourSet, tol: float, max_rounds: int) -> dict | None:
+def _start(data: NetworkSamples, lam: float, orders, detours: DetourSet, tol: float, max_rounds: int,
+           warm: bool) -> dict | None:
     """Fill the first working set: from a pilot fit on every PILOT_FACTOR-th sample (its
     detours, and those its optimum violates on every sample), or on small fits the detours
     violated at INITIAL_COST per arc. Returns what the pilot took (None without one)."""
@@ -257,7 +269,7 @@ def _start(data: NetworkSamples, lam: float, orders, detours: DetourSet, tol: fl
         return None
     started = time.perf_counter()
     chosen = np.linspace(0, data.T - 1, data.T // PILOT_FACTOR).round().astype(np.int64)
-    pilot = solve_network_detours(data_subset(data, chosen), lam, tol=tol, max_rounds=max_rounds)
+    pilot = solve_network_detours(data_subset(data, chosen), lam, tol=tol, max_rounds=max_rounds, warm=warm)
     for sample, paths in zip(chosen.tolist(), pilot.extra["paths"]):
         for path, (start, end) in paths:
             detours.add(sample, path, start, end)

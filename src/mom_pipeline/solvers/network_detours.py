@@ -42,6 +42,8 @@ logger = logging.getLogger(__name__)
 
 VIOLATION_TOL = 1e-10
 MAX_ROUNDS = 100
+#: A fit logs its rounds at INFO once it has run this many seconds (DEBUG before).
+PROGRESS_AFTER = 10.0
 #: The first working set: the detours the separation finds at costs of INITIAL_COST per arc
 #: (every off-route arc then has length INITIAL_COST - 1: the detours with fewer arcs than
 #: INITIAL_COST times their stretch of route).
@@ -240,8 +242,9 @@ def solve_network_detours(data: NetworkSamples, lam: float, tol: float = VIOLATI
         added, infeasible, relaxed = violated_detours(C, S, data, fixed, detours, tol)
         history.append(dict(round=round_, detours=detours.size, added=added, infeasible_samples=infeasible,
                             qp_iterations=result.iterations, rows_per_block=blocks.K, slacks_per_block=blocks.A))
-        logger.info("detours round %d: %d detours (%.1f per sample, K %d, A %d), %d samples violated, %d added; "
-                    "QP %d iterations, %.1f s so far", round_, detours.size, detours.size / T, blocks.K, blocks.A,
+        logger.log(logging.INFO if time.perf_counter() - started >= PROGRESS_AFTER else logging.DEBUG,
+                   "network MOM (detours) round %d: %d detours (%.1f per sample, K %d, A %d), %d samples violated, %d added; "
+                   "QP %d iterations, %.1f s so far", round_, detours.size, detours.size / T, blocks.K, blocks.A,
                     infeasible, added, result.iterations, time.perf_counter() - started)
         if added == 0:
             break
@@ -249,6 +252,9 @@ def solve_network_detours(data: NetworkSamples, lam: float, tol: float = VIOLATI
         raise RuntimeError(f"network MOM (detours): not optimal after {max_rounds} rounds")
     potentials = feasible_potentials(C, S, data, relaxed)
     certificate = network_margin_certificate(Theta, potentials, flows, data, lam, orders)
+    logger.log(logging.INFO if time.perf_counter() - started >= PROGRESS_AFTER else logging.DEBUG,
+               "network MOM (detours): optimal after %d rounds, %d detours, certified relative gap %.1e",
+               round_, detours.size, certificate["relative_gap"])
     return SolverResult((Theta, potentials, flows), objective=certificate["objective"], iterations=round_,
                         status="optimal", path="network_detours", certificate=certificate,
                         extra=dict(detours=detours.size, history=history,

@@ -43,7 +43,6 @@ STALL_STEPS = 5
 STALL_GAP = 1e-7
 #: A warm start's slacks and surpluses are shifted this far off 0, its multipliers this share of the weight.
 WARM_SHIFT = 1e-2
-VERBOSE = False
 #: Iterative-refinement steps of every Newton solve (on the whole Newton system).
 REFINEMENTS = 2
 #: Fraction of the way to the boundary a step goes.
@@ -114,7 +113,6 @@ def detour_qp(blocks: DetourBlocks, lam: float, weight: float, tol: float = 1e-8
     n_pairs = T * (K + A)
     scale_h = 1.0 + np.abs(h).max(initial=0.0)
     history = []
-    step = 0.0
     for iteration in range(1, max_iter + 1):
         R_g = blocks.row_values(W, s) - h - g
         R_s = weight - blocks.slack_pull(beta) - nu
@@ -125,8 +123,6 @@ def detour_qp(blocks: DetourBlocks, lam: float, weight: float, tol: float = 1e-8
         dual_res = max(np.abs(R_s).max() / weight, np.abs(R_W).max() / max(1e-12, np.abs(lam * W).max(initial=0.0), weight))
         gap = mu * n_pairs
         history.append((iteration, objective, primal_res, dual_res, gap))
-        if VERBOSE:
-            print(iteration, f"obj {objective:.10e} primal {primal_res:.1e} dual {dual_res:.1e} gap {gap:.2e}", flush=True)
         converged = primal_res <= tol and dual_res <= tol
         relative_gap = gap / max(abs(objective), GAP_FLOOR)
         # Near the optimum of a degenerate problem (detours sharing arcs leave their multipliers
@@ -178,14 +174,6 @@ def detour_qp(blocks: DetourBlocks, lam: float, weight: float, tol: float = 1e-8
                                                sigma * mu - s * nu - aff[1] * aff[4])
         step = STEP_BACK * _step(s, g, beta, nu, (dW, d_s, d_g, d_beta, d_nu), back=1.0)
         step = min(1.0, step)
-        if VERBOSE:
-            names = []
-            for name, value, change in (("s", s, d_s), ("g", g, d_g), ("beta", beta, d_beta), ("nu", nu, d_nu)):
-                neg = change < 0
-                r = (-value[neg] / change[neg]).min() if neg.any() else np.inf
-                idx = np.unravel_index(np.where(neg, -value / np.where(neg, change, -1), np.inf).argmin(), value.shape)
-                names.append(f"{name} {r:.1e} v={value[idx]:.1e} dv={change[idx]:.1e}")
-            print("   step", f"{step:.2e} sigma {sigma:.1e}", " | ".join(names), flush=True)
         W = W + step * dW
         s, g = s + step * d_s, g + step * d_g
         beta, nu = beta + step * d_beta, nu + step * d_nu

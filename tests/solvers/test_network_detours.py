@@ -87,7 +87,7 @@ def test_pilot_and_cold_rounds_reach_the_same_optimum(monkeypatch):
     plain = solve_network_detours(data, 1e-2, warm=False)
     assert plain.extra["pilot"] is None
     monkeypatch.setattr(network_detours, "PILOT_MIN_SAMPLES", 3)
-    piloted = solve_network_detours(data, 1e-2)
+    piloted = solve_network_detours(data, 1e-2, warm=True)
     assert piloted.extra["pilot"]["samples"] == 48 // network_detours.PILOT_FACTOR
     assert abs(piloted.objective - plain.objective) <= 1e-7 * plain.objective
     assert piloted.certificate["relative_gap"] <= 1e-8

@@ -198,10 +198,12 @@ def cycle_space_basis(data: NetworkSamples) -> np.ndarray:
 
 
 def solve_network_detours(data: NetworkSamples, lam: float, tol: float = VIOLATION_TOL,
-                          max_rounds: int = MAX_ROUNDS, warm: bool = True) -> SolverResult:
+                          max_rounds: int = MAX_ROUNDS, warm: bool = False) -> SolverResult:
     """The exact per-arc MOM optimum on a network LP by the working set of detour cycles
     (module docstring). Returns a `SolverResult` as `solve_network_margin`: solution (Theta,
-    potentials, row flows), the certificate, iterations = rounds."""
+    potentials, row flows), the certificate, iterations = rounds. warm: start each round's QP
+    from the previous round's optimum (off by default: Sioux Falls, T = 1,000: 11 rounds and
+    263 interior-point iterations against 9 and 200 cold, 1.3x the CPU; record 030)."""
     if data.F is not None:
         raise ValueError("the detour working set solves the per-arc model (no arc features)")
     if not (np.isfinite(lam) and lam > 0):

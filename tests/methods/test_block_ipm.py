@@ -69,9 +69,9 @@ def test_problems_too_large_for_memory_stop_before_any_solve(monkeypatch):
     monkeypatch.setattr(policy, "BLOCK_IPM_MAX_BYTES", needed - 1.0)
     with pytest.raises(DualFormulationTooLarge, match=fr"80 observations of 40 columns and 24 rows with {d} features") as caught:
         check_dual_formulation_fits(trial.lp.A, X, d)
-    # A network LP (this grid) above the budget goes to the working set over arcs instead.
+    # A network LP (this grid) above the budget goes to the network method (detour cycles) instead.
     over = MOM(lam=1e-2, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
-    assert over.solver_info_["path"].startswith("network_working_set")
+    assert over.solver_info_["path"] == "network_detours"
     fitting = int(re.search(r"at most (\d+) observations", str(caught.value)).group(1))
     assert policy.block_ipm_bytes(fitting, 16, 16, 40, d, 24, 1, r=16) <= needed - 1.0
     assert policy.block_ipm_bytes(fitting + 1, 16, 16, 40, d, 24, 1, r=16) > needed - 1.0
@@ -89,7 +89,7 @@ def test_problems_too_large_for_memory_stop_before_any_solve(monkeypatch):
 
 def test_a_lambda_grid_above_the_budget_goes_to_the_network_method(monkeypatch):
     """`fit_many` (a tuning's lockstep grid) fits each model of a route LP that the block
-    method has no memory for by the working set over arcs, as `fit` does."""
+    method has no memory for by the network method (detour cycles), as `fit` does."""
     from mom_pipeline.solvers import policy
 
     trial = generate_shortest_path(60, 0, degree=4, eps_bar=0.5, seed=6)
@@ -100,7 +100,7 @@ def test_a_lambda_grid_above_the_budget_goes_to_the_network_method(monkeypatch):
     MOM.fit_many(models, trial.train.Z, X, lp=trial.lp)
     for model in models:
         alone = MOM(lam=model.lam, formulation="dual", solver="network").fit(trial.train.Z, X, lp=trial.lp)
-        assert model.solver_info_["path"].startswith("network_working_set")
+        assert model.solver_info_["path"] == "network_detours"
         assert abs(model.objective_ - alone.objective_) <= 1e-9 * alone.objective_
 
 

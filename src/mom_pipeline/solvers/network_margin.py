@@ -42,6 +42,7 @@ from .network_problem import (NetworkSamples, incidence_matrix, incidence_networ
                               network_margin_objective, network_samples, predicted_costs, route_flows, route_order,
                               route_potentials)
 from .network_cycles import cycle_space_dimension, short_cycle_basis
+from .network_detours import solve_network_detours
 from .network_restricted import solve_restricted, solve_restricted_blocks
 from .network_separation import feasible_potentials, relax
 from .result import SolverResult
@@ -126,7 +127,7 @@ def _progress_level(started: float) -> int:
     return logging.INFO if time.perf_counter() - started > PROGRESS_AFTER else logging.DEBUG
 
 
-RESTRICTED_METHODS = ("auto", "blocks", "clarabel")
+RESTRICTED_METHODS = ("auto", "detours", "blocks", "clarabel")
 
 
 def cost_basis(data: NetworkSamples) -> tuple[np.ndarray, bool]:
@@ -148,7 +149,9 @@ def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, t
                          pilot: bool = True) -> SolverResult:
     """The exact MOM optimum on a network LP by the working set over arcs (module docstring).
 
-    method: how each restricted QP is solved: "blocks" (the block interior-point method on
+    method: "detours" (the per-arc model only: the working set of detour cycles of
+    `network_detours`, the default there), or how each restricted QP of the working set over
+    arcs is solved: "blocks" (the block interior-point method on
     `tree_blocks`, in the cost basis of `cost_basis`), "clarabel" (its sparse form) or "auto"
     (`policy.network_restricted_method` by the number of coefficients). pilot: start large fits
     from `pilot_working_set` (unless `working` is given). shrink: drop the rows without flow or
@@ -164,7 +167,12 @@ def solve_network_margin(data: NetworkSamples, lam: float, band: float = BAND, t
         raise ValueError(f"method must be one of {RESTRICTED_METHODS}; got {method!r}")
     if method == "auto":
         coefficients = data.q if data.F is not None else cycle_space_dimension(data.tails, data.heads, data.n_nodes)
-        method = policy.network_restricted_method(coefficients * data.d)
+        # A given working set of arcs is a start for the working set over arcs.
+        method = policy.network_restricted_method(coefficients * data.d, per_arc=data.F is None and working is None)
+    if method == "detours":  # the per-arc model on detour cycles (`network_detours`)
+        if working is not None:
+            raise ValueError("method='detours' starts from its own working set of detours; working must be None")
+        return solve_network_detours(data, lam, tol=tol, max_rounds=max_rounds)
     orders = route_order(data)
     pilot_info = None
     if working is None and pilot:

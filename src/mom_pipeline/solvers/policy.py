@@ -341,6 +341,10 @@ def path_warm_start(n_vars: int, n_rows: int) -> bool:
 NETWORK_CLARABEL_MAX_COEFFICIENTS = 1000
 
 
-def network_restricted_method(n_coefficients: int) -> Literal["clarabel", "blocks"]:
-    """How a working-set round of network MOM solves its restricted QP (see above)."""
+def network_restricted_method(n_coefficients: int, per_arc: bool = False) -> Literal["detours", "clarabel", "blocks"]:
+    """How network MOM solves: the per-arc model by the working set of detour cycles (faster
+    than the working set over arcs on every network measured, record 030), the shared model's
+    restricted QPs as above."""
+    if per_arc:
+        return "detours"
     return "clarabel" if n_coefficients <= NETWORK_CLARABEL_MAX_COEFFICIENTS else "blocks"

@@ -117,3 +117,30 @@ def test_failures_can_be_returned_instead_of_raised():
                                               return_failures=True)
     assert list(failures) == [1] and "negative cycle" in failures[1]
     assert routes[1].sum() == 0 and routes[0].sum() == 2 and value[2] == 2.0
+
+
+@pytest.mark.parametrize("centroids", [None, 12])
+def test_all_or_nothing_assignment_equals_the_routes_demand_weighted(centroids, monkeypatch):
+    """One shortest-route tree per origin (in groups of origins) gives the flows of every pair's
+    own tie-broken route; ties abound on a grid of equal free-flow times."""
+    from mom_pipeline.networks import oracle
+    from mom_pipeline.networks.generate import od_pairs
+
+    network, trips = grid_network(5, 6, seed=3, centroids=centroids)
+    o, d, demand = od_pairs(trips)
+    cost = np.ones(network.n_arcs)  # every route of as many arcs ties
+    cost[::7] = 1.5
+    expected = demand @ shortest_routes(network, np.broadcast_to(cost, (o.size, network.n_arcs)), o, d,
+                                        usable_arcs(network, o, d))
+    monkeypatch.setattr(oracle, "ASSIGN_ORIGINS", 4)  # several groups
+    flows = oracle.assign_all_or_nothing(network, cost, o, d, demand, lambda origins: usable_arcs(network, origins))
+    np.testing.assert_allclose(flows, expected, rtol=1e-12, atol=1e-9)
+    assert flows.sum() > 0
+
+
+def test_all_or_nothing_assignment_names_an_unreachable_destination():
+    from mom_pipeline.networks import oracle
+
+    network = read_arc_table(pd.DataFrame({"tail": [1, 2], "head": [2, 3], "free_flow_time": [1.0, 1.0]}))
+    with pytest.raises(RouteOracleError, match="cannot be reached"):
+        oracle.assign_all_or_nothing(network, np.ones(2), [2], [0], [1.0])

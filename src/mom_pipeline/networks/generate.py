@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .network import Network, usable_arcs
-from .oracle import shortest_routes
+from .oracle import assign_all_or_nothing, shortest_routes
 
 RAIN_DELAY = 0.5  # rain adds half again to the congestion delay
 RAIN_SHARE = 0.25
@@ -50,9 +50,7 @@ def baseline_flows(network: Network, trips: np.ndarray) -> np.ndarray:
     """All-or-nothing assignment of the trip table at free-flow times: (n,) arc flows."""
     o, d, demand = od_pairs(trips)
     fft = network.attributes["free_flow_time"].to_numpy(dtype=float)
-    routes = shortest_routes(network, np.broadcast_to(fft, (o.size, network.n_arcs)), o, d,
-                             usable_arcs(network, o, d))
-    return demand @ routes
+    return assign_all_or_nothing(network, fft, o, d, demand, lambda origins: usable_arcs(network, origins))
 
 
 def with_baseline(network: Network, trips: np.ndarray, peak_volume_capacity: float = 2.5) -> Network:

@@ -158,35 +158,92 @@ def shortest_routes(network: Network, costs, origins, destinations, usable=None,
 
 def _routes_of_distances(network: Network, C, o, d, U, dist) -> np.ndarray:
     """The tie-broken routes (module docstring) of samples whose destinations are reached."""
+    eligible, hops = _eligible_arcs(network, C, o, U, dist)
+    return _walk_back(network, eligible, o, d, hops[np.arange(C.shape[0]), d])
+
+
+def _eligible_arcs(network: Network, C, o, U, dist) -> tuple[np.ndarray, np.ndarray]:
+    """(T, n) the arcs a tie-broken route may take (tight, one hop further from the origin),
+    and the (T, N) fewest tight hops from the origin."""
     tails, heads = network.tails, network.heads
-    rows = np.arange(C.shape[0])
     finite = np.where(np.isfinite(dist), dist, 0.0)
     scale = np.maximum(1.0, np.maximum(np.abs(np.where(U, C, 0.0)).max(axis=1), np.abs(finite).max(axis=1)))
     with np.errstate(invalid="ignore"):  # inf - inf at unreached nodes: not tight
         reduced = dist[:, tails] + C - dist[:, heads]
         tight = U & np.isfinite(dist[:, tails]) & (reduced <= TIE_TOL * scale[:, None])
     hops = _hops(network, tight, o)
-    return _walk_back(network, tight & (hops[:, tails] == hops[:, heads] - 1), o, d, hops[rows, d])
+    return tight & (hops[:, tails] == hops[:, heads] - 1), hops
+
+
+def _previous_arcs(network: Network, eligible: np.ndarray) -> np.ndarray:
+    """(T * N,) per (sample, node) the smallest eligible arc index into the node, -1 if none."""
+    N = network.n_nodes
+    t_idx, arcs = np.nonzero(eligible)  # row-major: for each sample, arcs in increasing order
+    key = t_idx * N + network.heads[arcs]
+    unique, first = np.unique(key, return_index=True)
+    previous = np.full(eligible.shape[0] * N, -1, dtype=np.int64)
+    previous[unique] = arcs[first]
+    return previous
+
+
+def _walk(network: Network, previous: np.ndarray, rows: np.ndarray, o, d, max_hops: int):
+    """Yield (pairs still walking, their arcs) from each destination back to its origin over
+    the `previous` arcs of sample row `rows` (one hop closer to the origin each step)."""
+    N = network.n_nodes
+    current, pairs = np.asarray(d).copy(), np.arange(len(rows))
+    for _ in range(int(max_hops)):
+        active = current != o
+        if not active.any():
+            break
+        arc = previous[rows[active] * N + current[active]]
+        yield pairs[active], arc
+        current[active] = network.tails[arc]
 
 
 def _walk_back(network: Network, eligible: np.ndarray, o, d, n_hops) -> np.ndarray:
     """Routes from the destination back to the origin over eligible arcs (one hop closer to the
     origin each step), taking the smallest arc index into each node."""
     T, n = eligible.shape
-    N = network.n_nodes
-    t_idx, arcs = np.nonzero(eligible)  # row-major: for each sample, arcs in increasing order
-    key = t_idx * N + network.heads[arcs]
-    unique, first = np.unique(key, return_index=True)
-    previous = np.full(T * N, -1, dtype=np.int64)
-    previous[unique] = arcs[first]
     routes = np.zeros((T, n))
-    current = d.copy()
-    rows = np.arange(T)
-    for _ in range(int(np.max(n_hops))):
-        active = current != o
-        if not active.any():
-            break
-        arc = previous[rows[active] * N + current[active]]
-        routes[rows[active], arc] = 1.0
-        current[active] = network.tails[arc]
+    previous = _previous_arcs(network, eligible)
+    for pairs, arc in _walk(network, previous, np.arange(T), o, d, np.max(n_hops, initial=0)):
+        routes[pairs, arc] = 1.0
     return routes
+
+
+#: Origins whose shortest-route trees one step of `assign_all_or_nothing` holds.
+ASSIGN_ORIGINS = 64
+
+
+def assign_all_or_nothing(network: Network, costs, origins, destinations, demand, usable=None) -> np.ndarray:
+    """(n,) arc flows of the demand (P,) on each pair's tie-broken shortest route (the routes
+    `shortest_routes` returns for these pairs under the one cost vector (n,)), found once per
+    origin: no (pairs, arcs) table. usable: a function of origins -> (k, n) bool, or None.
+    Unreachable destinations raise RouteOracleError as in `shortest_routes`."""
+    c = np.asarray(costs, dtype=float)
+    origins, destinations = np.asarray(origins, dtype=np.int64), np.asarray(destinations, dtype=np.int64)
+    demand = np.asarray(demand, dtype=float)
+    flows = np.zeros(network.n_arcs)
+    unique = np.unique(origins)
+    for start in range(0, unique.size, ASSIGN_ORIGINS):
+        group = unique[start:start + ASSIGN_ORIGINS]
+        C = np.broadcast_to(c, (group.size, c.size))
+        o, U = group, np.ones(C.shape, dtype=bool) if usable is None else usable(group)
+        failures: dict = {}
+        dist = _distances(network, C, o, U, failures)
+        if failures:
+            t = min(failures)
+            raise RouteOracleError(f"origin {network.node_labels[o[t]]}: {failures[t]}")
+        pick = np.flatnonzero(np.isin(origins, group))
+        rows = np.searchsorted(group, origins[pick])
+        d = destinations[pick]
+        unreached = np.flatnonzero(np.isinf(dist[rows, d]))
+        if unreached.size:
+            k = pick[unreached[0]]
+            raise RouteOracleError(f"destination {network.node_labels[destinations[k]]} cannot be reached from origin "
+                                   f"{network.node_labels[origins[k]]} over the usable arcs")
+        eligible, hops = _eligible_arcs(network, C, o, U, dist)
+        previous = _previous_arcs(network, eligible)
+        for pairs, arc in _walk(network, previous, rows, o[rows], d, hops[rows, d].max(initial=0)):
+            np.add.at(flows, arc, demand[pick[pairs]])
+    return flows

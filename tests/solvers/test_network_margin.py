@@ -62,8 +62,29 @@ def test_grid_equals_whole_qp_and_dual_formulation(lam):
     assert abs(fast.objective_ - reference.objective_) <= 1e-6 * reference.objective_
     assert abs(fast.objective_ - dual.objective_) <= 1e-6 * dual.objective_
     assert np.allclose(fast.coef_, dual.coef_, atol=1e-4 * np.abs(dual.coef_).max())
-    # The working set is what made it exact, not all rows: fewer rows than the whole problem.
-    assert fast.solver_info_["working_rows"] < network_samples(tails, heads, n_nodes, X, Z).rows.sum()
+    # Every arc usable and the dense method within memory: the policy's dense path.
+    assert fast.solver_info_["solver"] == "dense_dual_formulation"
+    detours = solve_network_margin(network_samples(tails, heads, n_nodes, X, Z), lam, method="detours")
+    assert abs(detours.objective - fast.objective_) <= 1e-7 * fast.objective_
+
+
+def test_per_arc_fit_takes_the_detours_when_the_dense_method_does_not_fit(monkeypatch):
+    from mom_pipeline.methods import mom_dual
+    from mom_pipeline.solvers.policy import DualFormulationTooLarge
+
+    trial, X, tails, heads, n_nodes = grid_routes(T=30, seed=4)
+    Z = trial.train.Z
+    dense = RouteMOM(lam=1e-2).fit(Z, X, tails=tails, heads=heads, n_nodes=n_nodes)
+
+    def too_large(*args, **kwargs):
+        raise DualFormulationTooLarge("no memory for the dense method")
+
+    monkeypatch.setattr(mom_dual, "check_dual_formulation_fits", too_large)
+    detours = RouteMOM(lam=1e-2).fit(Z, X, tails=tails, heads=heads, n_nodes=n_nodes)
+    assert dense.solver_info_["solver"] == "dense_dual_formulation"
+    assert detours.solver_info_["path"] == "network_detours"
+    assert abs(dense.objective_ - detours.objective_) <= 1e-7 * detours.objective_
+    assert detours.certificate_["relative_gap"] <= 1e-8 and dense.certificate_["relative_gap"] <= 1e-8
 
 
 def test_network_with_cycles_per_arc_and_shared():

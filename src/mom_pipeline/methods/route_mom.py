@@ -20,12 +20,16 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..solvers import policy
 from ..solvers.network_margin import (NetworkSamples, incidence_matrix, network_margin_certificate, network_samples,
                                       solve_network_margin)
+from ..solvers.policy import DualFormulationTooLarge
 from ..blas_threads import one_blas_thread
 from .base import POSITIVE, CostModel, NotFittedError, StrOptions, check_features, estimator_hyperparameters
 
 ROUTE_SOLVERS = ("auto", "cvxpy")
+#: A row of the dense method carries flow above this (its interior-point multipliers are never 0).
+FLOW_CARRIED = 1e-7
 
 
 @estimator_hyperparameters
@@ -34,8 +38,10 @@ class RouteMOM(CostModel):
 
     Hyperparameters:
         lam: regularization weight (> 0); objective (lam/2)||Theta||^2 + mean hinge.
-        solver: "auto" (the working set over arcs, `solvers.network_margin`) or "cvxpy" (the
-            whole QP, the reference for small networks).
+        solver: "auto" (`policy.route_per_arc_method`: the per-arc model with every off-route
+            arc usable by MOM's dense dual formulation where its memory check passes, else the
+            working sets of `solvers.network_margin`) or "cvxpy" (the whole QP, the reference
+            for small networks).
         tol: the certificate's bound on the relative duality gap; a fit above it raises.
 
     Learned: coef_ (n_arcs or q, d), objective_, certificate_ (dict: objective, lower_bound,
@@ -60,7 +66,12 @@ class RouteMOM(CostModel):
         Z = check_features(Z)
         data = network_samples(tails, heads, n_nodes, X, Z, arc_features, usable)
         started = time.perf_counter()
-        if self.solver == "auto":
+        dense = self.solver == "auto" and policy.route_per_arc_method(_dense_per_arc_fits(data)) == "dense"
+        if dense:
+            Theta, potentials, flows, info = _fit_dense_per_arc(data, self.lam)
+            certificate = network_margin_certificate(Theta, potentials, flows, data, self.lam)
+            rounds = info["iterations"]
+        elif self.solver == "auto":
             with one_blas_thread():  # many small BLAS calls: spinning threads only slow them
                 result = solve_network_margin(data, self.lam)
             Theta, potentials, flows = result.solution
@@ -100,6 +111,58 @@ class RouteMOM(CostModel):
         return Z @ self.coef_.T @ F.T
 
     predict_cost = predict
+
+
+
+def _standard_form(data: NetworkSamples) -> np.ndarray:
+    """The network's equality rows (nodes but the last, -1 at each arc's tail: the convention
+    of `lp.GridShortestPath`)."""
+    return -incidence_matrix(data.tails, data.heads, data.n_nodes).toarray()[:-1]
+
+
+def _dense_per_arc_fits(data: NetworkSamples) -> bool:
+    """Whether MOM's dense dual formulation can fit this problem (`policy.route_per_arc_method`):
+    per-arc model, every off-route arc usable by every sample (the dense method has one
+    constraint matrix for all), one connected network, and its memory check passes."""
+    import scipy.sparse.csgraph as csgraph
+
+    if data.F is not None or not np.array_equal(data.rows, ~data.routes):
+        return False
+    from .mom_dual import check_dual_formulation_fits
+
+    adjacency = incidence_matrix(data.tails, data.heads, data.n_nodes)
+    components, _ = csgraph.connected_components(adjacency.T @ adjacency, directed=False)
+    if components != 1:
+        return False
+    try:
+        check_dual_formulation_fits(_standard_form(data), data.routes.astype(float), data.d, 1)
+    except DualFormulationTooLarge:
+        return False
+    return True
+
+
+def _fit_dense_per_arc(data: NetworkSamples, lam: float):
+    """(Theta (n, d), potentials (T, nodes), row flows (T, n) in [0, 1], info) of the per-arc
+    model by MOM's dense dual formulation (`methods.mom_dual`'s block interior-point method)
+    on the network's standard form: duals y are the potentials negated (0 at the dropped last
+    node), its flows (divided by T there) the row flows."""
+    from .base import resolve_lp
+    from .mom_solve import solve_mom
+
+    A = _standard_form(data)
+    X = data.routes.astype(float)
+    problem = resolve_lp(A, X @ A.T, None)
+    Theta, info = solve_mom(None, data.Z, lam, None, "auto", A=A, formulation="dual",
+                            basis=problem.basis_from_solution(X), X=X, threads=1)
+    y, flows = info.pop("duals"), info.pop("flows")
+    if flows is None:
+        raise RuntimeError("the dense dual formulation returned no flows to certify its fit")
+    potentials = np.zeros((data.T, data.n_nodes))
+    potentials[:, :-1] = -y
+    row_flows = np.where(data.rows, np.clip(flows * data.T, 0.0, 1.0), 0.0)
+    info = dict(info, solver="dense_dual_formulation", iterations=int(info.get("iterations", 1)),
+                working_rows=int((row_flows > FLOW_CARRIED).sum()))
+    return Theta, potentials, row_flows, info
 
 
 def solve_network_margin_cvxpy(data: NetworkSamples, lam: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -64,6 +64,7 @@ def test_an_unknown_setting_stops_the_call_with_the_variable_named():
     assert "MOM_PIPELINE_MALLOC='off'" in result.stderr and "'default'" in result.stderr
 
 
+@pytest.mark.slow
 def test_importing_the_package_changes_no_process_setting():
     """Importing the package (and its estimators) leaves glibc's malloc settings alone: the
     settings are applied only by the explicit call (a Kedro run's hook, its trial workers)."""

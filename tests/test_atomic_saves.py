@@ -185,6 +185,7 @@ AbstractDataset.from_config("killed", config, save_version=version).save(
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["{source}.problem", "{source}.theta"])
 def test_a_kill_during_a_save_leaves_no_version_that_a_later_run_reads(tmp_path, name):
     """kill -9 in the middle of writing: a later load (a `--from-nodes` run, `prescribe`) reads

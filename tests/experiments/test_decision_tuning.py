@@ -52,6 +52,7 @@ def test_the_choice_never_reads_a_cost(trial_and_solutions):
         train_method(spec, spec.methods["MOM x* (cost-tuned)"], _poisoned(trial), solutions)
 
 
+@pytest.mark.slow
 def test_the_choice_is_the_inverse_pipelines_validation_curve(trial_and_solutions):
     spec, trial, solutions = trial_and_solutions
     trained = train_method(spec, spec.methods["MOM x*"], trial, solutions)
@@ -70,6 +71,7 @@ def test_the_choice_is_the_inverse_pipelines_validation_curve(trial_and_solution
     assert row["tuning_seconds"] >= row["fit_seconds"] >= 0
 
 
+@pytest.mark.slow
 def test_a_stored_decision_tuned_model_refits_to_the_same_model(trial_and_solutions):
     spec, trial, solutions = trial_and_solutions
     trained = train_method(spec, spec.methods["MOM x*"], trial, solutions)

@@ -85,6 +85,7 @@ def test_a_figure_with_more_methods_on_the_same_data_trains_only_the_new_ones(tm
     assert trained == []
 
 
+@pytest.mark.slow
 def test_a_changed_method_is_trained_again_and_only_it(tmp_path, trained):
     _run(_spec("fig1", {"MOM": MOM, "Ridge": RIDGE}), tmp_path)
     trained.clear()

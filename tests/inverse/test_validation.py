@@ -276,6 +276,7 @@ def test_nan_in_a_shared_constraint_cell_raises_in_both_modes(table, row_seed, c
         assert raised.value.file == FILES[table] and raised.value.row == row and f"row {row}:" in str(raised.value)
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(st.integers(0, 10**6), st.sampled_from(["kind", "row", "rhs"]))
 def test_nan_in_a_per_observation_rhs_cell_rejects_that_observation(row_seed, column):

@@ -87,6 +87,7 @@ def test_problems_too_large_for_memory_stop_before_any_solve(monkeypatch):
         check_dual_formulation_fits(trial.lp.A, X, d)
 
 
+@pytest.mark.slow
 def test_a_lambda_grid_above_the_budget_goes_to_the_network_method(monkeypatch):
     """`fit_many` (a tuning's lockstep grid) fits each model of a route LP that the block
     method has no memory for by the network method (detour cycles), as `fit` does."""
@@ -176,7 +177,7 @@ def test_certificate_bounds_the_cvxpy_optimum_and_detects_a_suboptimal_point():
     assert worse["relative_gap"] > 1e-4  # same flows, a worse point: the gap shows it
 
 
-@pytest.mark.parametrize("name", ["shortest_path", "knapsack"])
+@pytest.mark.parametrize("name", [pytest.param("shortest_path", marks=pytest.mark.slow), "knapsack"])
 def test_warm_started_lambda_path_matches_cvxpy_and_single_fits(name):
     """fit_many solves the grid from the largest lam down, each solve warm-started; every
     model ends at the optimum the reference finds and its own fit finds."""

@@ -34,6 +34,7 @@ def test_accurate_solves_reach_the_same_optimum(lam):
     assert accurate.objective == pytest.approx(plain.objective, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_a_stalled_solve_is_retried_cold_with_accurate_solves(monkeypatch):
     trial, X = _trial(60, 1)
     calls = []

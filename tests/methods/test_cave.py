@@ -145,6 +145,7 @@ def test_cave_plus_targets_lie_strictly_inside_the_cone_and_the_gradient_holds_t
     np.testing.assert_allclose(cave_loss(C, cones, samples, 0.2)[0], -1.0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_cave_plus_recovers_noise_free_decisions_and_the_hybrid_projects_at_its_ratio(monkeypatch):
     trial = generate_shortest_path(300, 300, degree=1, cost_formula="pyepo_printed", seed=11)
     lp, Z = trial.lp, trial.train.Z

@@ -27,6 +27,7 @@ def test_kfold_split_is_deterministic_in_the_seed_and_partitions_the_observation
         kfold_indices(3, 4, seed=0)
 
 
+@pytest.mark.slow
 def test_validation_curve_is_reproducible_and_chooses_one_lambda(caplog):
     trial, X = _paths()
     with caplog.at_level("INFO", logger="mom_pipeline.methods.cost_free_tuning"):
@@ -43,7 +44,7 @@ def test_validation_curve_is_reproducible_and_chooses_one_lambda(caplog):
     assert curve["reproduced_share"].between(0, 1).all()
 
 
-@pytest.mark.parametrize("formulation", ["dual", "basis"])
+@pytest.mark.parametrize("formulation", [pytest.param("dual", marks=pytest.mark.slow), "basis"])
 def test_the_curve_fitted_as_one_path_per_fold_equals_one_fit_per_lambda(formulation):
     """validation_curve fits a fold's lambdas together (`fit_standardized_grid`, warm starts):
     the scores are those of separate fits, lambda by lambda."""

@@ -67,7 +67,7 @@ def test_unsquared_rbf_through_nystroem(contexts):
     assert Phi.shape == (len(new), 10) and np.all(np.isfinite(Phi))
 
 
-@pytest.mark.parametrize("kernel, degree", [("poly", 2), ("rbf", 2)])
+@pytest.mark.parametrize("kernel, degree", [("poly", 2), pytest.param("rbf", 2, marks=pytest.mark.slow)])
 def test_kernel_mom_is_mom_on_the_full_kernel_features(trial, kernel, degree):
     """The row-space reduction inside KernelMOM is exact: same optimum as MOM (cvxpy) on
     the full T-dimensional features."""

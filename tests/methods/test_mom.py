@@ -292,6 +292,7 @@ def test_box_qp_of_the_working_set_matches_cvxpy(rank):
     assert 0.5 * a @ Q @ a + c @ a == pytest.approx(problem.value, rel=1e-7, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_kernel_sized_problems_take_the_dual_working_set_path(monkeypatch):
     """Many features and few rows: the restricted QPs are solved as box QPs; still exact."""
     import mom_pipeline.solvers.hinge_working_set as mom_module
@@ -398,6 +399,7 @@ def test_box_qp_accepts_the_round_off_floor_of_a_badly_scaled_gram_matrix():
     assert 0.5 * a @ Q @ a + c @ a == pytest.approx(problem.value, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_wide_linear_mom_takes_the_kernel_sized_path_and_stays_exact():
     """Linear MOM with 300+ unknowns (a wide inverse problem) goes through the adaptive working
     set, the warm-started path and the box-QP dual that kernel MOM uses; every lam of its grid

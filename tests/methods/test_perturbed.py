@@ -123,8 +123,8 @@ def test_aimle_adapts_alpha_from_zero():
 
 @pytest.mark.parametrize("model, bound", [
     (DPO(n_epochs=30, step_size=0.05, sigma=0.5), 0.002),
-    (IMLE(n_epochs=30, step_size=0.05, sigma=0.5, lam_interp=5.0), 0.002),
-    (AIMLE(n_epochs=30, step_size=0.05, sigma=0.5), 0.005),
+    pytest.param(IMLE(n_epochs=30, step_size=0.05, sigma=0.5, lam_interp=5.0), 0.002, marks=pytest.mark.slow),
+    pytest.param(AIMLE(n_epochs=30, step_size=0.05, sigma=0.5), 0.005, marks=pytest.mark.slow),
     (NID(n_epochs=30, step_size=0.05), 0.002),
     (PG(n_epochs=30, step_size=0.05, sigma=1.0), 0.005),
 ])

@@ -164,6 +164,7 @@ def test_paper_grids_are_in_the_parameters():
     np.testing.assert_allclose(methods["MOM-OGD"]["radius_factors"], RADIUS_FACTORS)
 
 
+@pytest.mark.slow
 def test_figures_default_to_the_settings_that_drew_the_published_figures():
     """Where the paper's text and its released code differ, conf/base follows the released code
     (RBF kernels with the unsquared norm, figure 3 up to T = 2000, features U[-1,1]^4) and the

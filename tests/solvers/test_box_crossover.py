@@ -89,7 +89,8 @@ def knapsack():
 @pytest.mark.slow
 def test_kernel_mom_grid_with_the_crossover_equals_cvxpy(knapsack, monkeypatch):
     """An RBF cell over lam 1e-6..1e2 whose box duals end by the crossover: every lam certified by
-    the KKT gap, sampled lams at cvxpy's optimum."""
+    the KKT gap, sampled lams at cvxpy's optimum. One gamma: its box duals reach the crossover at
+    7 of the 9 lams, and the cvxpy references are the test's cost (a second gamma doubled it)."""
     trial, solution, M = knapsack
     accepted = []
     original = hinge_working_set.solve_on_guessed_sets
@@ -102,7 +103,7 @@ def test_kernel_mom_grid_with_the_crossover_equals_cvxpy(knapsack, monkeypatch):
     monkeypatch.setattr(hinge_working_set, "solve_on_guessed_sets", recorded)
     Z = trial.train.Z
     lams = [float(v) for v in np.logspace(-6, 2, 9)]
-    models = KernelMOM.fit_many([KernelMOM(kernel="rbf", gamma=gamma, lam=lam) for gamma in (1.0, 2.0) for lam in lams],
+    models = KernelMOM.fit_many([KernelMOM(kernel="rbf", gamma=2.0, lam=lam) for lam in lams],
                                 Z, solution.x, lp=trial.lp, basis=solution.basis)
     assert any(accepted)
     for model in models:

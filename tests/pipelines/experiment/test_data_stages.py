@@ -1,6 +1,7 @@
 """The data-generation and basis-extraction stages under SequentialRunner (smoke env)."""
 
 import numpy as np
+import pytest
 from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 
@@ -26,6 +27,7 @@ def _run(figure, params):
     return {name: catalog.load(f"{figure}.{name}") for name in ("problem_data", "solutions", "basis_summary")}
 
 
+@pytest.mark.slow
 def test_shortest_path_stage_outputs(smoke_params):
     out = _run("fig1", smoke_params)
     spec = smoke_params["fig1"]["experiment"]

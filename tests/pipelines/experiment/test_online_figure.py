@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from kedro.config import OmegaConfigLoader
 
 from mom_pipeline.experiments.data import generate_experiment, solve_experiment
@@ -31,6 +32,7 @@ def _fig5_merged(env: str) -> dict:
     return loader["parameters"]["fig5"]["experiment"]
 
 
+@pytest.mark.slow
 def test_default_is_the_released_notebook_and_text_features_the_papers_text():
     released, text = ExperimentSpec(**_fig5("smoke")), ExperimentSpec(**_fig5("text_features"))
     assert released.plot.regret == "raw" and text.plot.regret == "relative"

@@ -130,8 +130,9 @@ def _dense_per_arc_fits(data: NetworkSamples) -> bool:
         return False
     from .mom_dual import check_dual_formulation_fits
 
-    adjacency = incidence_matrix(data.tails, data.heads, data.n_nodes)
-    components, _ = csgraph.connected_components(adjacency.T @ adjacency, directed=False)
+    incidence = incidence_matrix(data.tails, data.heads, data.n_nodes)
+    # Nodes joined by an arc (nodes x nodes): a node no arc touches is a component of its own.
+    components, _ = csgraph.connected_components(incidence @ incidence.T, directed=False)
     if components != 1:
         return False
     try:

@@ -350,6 +350,19 @@ def network_restricted_method(n_coefficients: int, per_arc: bool = False) -> Lit
     return "clarabel" if n_coefficients <= NETWORK_CLARABEL_MAX_COEFFICIENTS else "blocks"
 
 
+# Block interior-point method: blocks of at most this many rows (K + q) are factored by their
+# normal matrices, each block checked and the inaccurate ones factored by the QR
+# (`block_hinge_ipm._factor_normal`); larger blocks by the QR alone. Measured in
+# docs/decisions/032-normal-block-factors.md.
+NORMAL_FACTOR_MAX_ROWS = 200
+
+
+def block_factorization(K: int, q: int, n: int) -> Literal["normal", "qr"]:
+    """How the block interior-point method factors blocks of K coupled rows and q local ones on
+    n costs at each Newton step."""
+    return "normal" if K + q <= NORMAL_FACTOR_MAX_ROWS else "qr"
+
+
 def route_per_arc_method(dense_fits: bool) -> Literal["dense", "detours"]:
     """How `RouteMOM` fits the per-arc model when every off-route arc is usable by every sample:
     by MOM's dense dual formulation whenever its memory check passes (faster than the detour

@@ -1,0 +1,130 @@
+"""Benchmark: the block interior-point method's two block factorizations, in one run.
+
+`block_hinge_qp(factorization="qr")` (every block by the complete QR of D^1/2 [N_t; I]) against
+`factorization="normal"` (the normal matrices by a batched Cholesky factorization, each block
+checked and the inaccurate ones by the QR: `block_hinge_ipm._factor_normal`), on the dual
+formulation's blocks of grid shortest paths (the paper's 5 x 5 grid with its 6 features at
+T = 1,000, then larger grids with 8), one lambda. The 5 x 5 rows also time the basis formulation
+(`MOM()` with the LP solver's bases), the reference of issue 50's target "x*-only fit <= 3x the
+basis fit", and whole dual-formulation fits (`MOM(formulation="dual")`: the blocks built from
+x*, the duals and flows afterwards) with each factorization. Times are CPU seconds of this
+process (one BLAS thread), the best of REPEATS runs interleaved; steps are Newton steps.
+
+Run:  .venv/bin/python benchmarks/block_factors.py [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+
+import numpy as np
+import threadpoolctl
+
+import mom_pipeline.solvers.policy as policy
+from mom_pipeline.methods.mom import MOM
+from mom_pipeline.methods.mom_dual import _checked_block_shape
+from mom_pipeline.methods.mom_dual_problem import dual_block_problem, dual_formulation_certificate
+from mom_pipeline.problems import generate_shortest_path
+from mom_pipeline.solvers.block_hinge_ipm import block_hinge_qp
+
+LAM = 1e-2
+#: (grid, T, features): the paper's shortest path, then larger grids (K + q = 32, 72, 162 rows a block).
+CASES = (((5, 5), 1000, None), ((7, 7), 300, 8), ((10, 10), 100, 8))
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(function, repeats: int):
+    best, result = np.inf, None
+    for _ in range(repeats):
+        started = cpu_seconds()
+        result = function()
+        best = min(best, cpu_seconds() - started)
+    return result, best
+
+
+def trial_of(grid, T: int, features: int | None):
+    options = dict(grid=grid) if features is None else dict(grid=grid, n_features=features)
+    trial = generate_shortest_path(T, 0, degree=4, seed=0, **options)
+    return trial, trial.lp.solve(trial.train.C)
+
+
+def with_factorization(name: str, function):
+    """function() with MOM's block method factoring every block the `name` way."""
+    saved = policy.NORMAL_FACTOR_MAX_ROWS
+    policy.NORMAL_FACTOR_MAX_ROWS = 10**9 if name == "normal" else 0
+    try:
+        return function()
+    finally:
+        policy.NORMAL_FACTOR_MAX_ROWS = saved
+
+
+def block_rows(grid, T, features, repeats: int) -> None:
+    trial, solution = trial_of(grid, T, features)
+    A = np.asarray(trial.lp.A, dtype=float)
+    X, Z = solution.x, trial.train.Z
+    basis = trial.lp.basis_from_solution(X)
+    subspace, _ = _checked_block_shape(A, X, Z.shape[1], 1)
+    problem = dual_block_problem(A, basis, X, Z, subspace)
+    T, K, n = problem.M.shape
+    q = problem.rows_on_u.shape[2]
+    scaled_lam = LAM / problem.sigma**2
+    results = {}
+    for _ in range(repeats):  # interleaved, so that a change of the machine's load hits both
+        for name in ("qr", "normal"):
+            result, seconds = timed(lambda: block_hinge_qp(problem.M, problem.rows_on_u, problem.Z, scaled_lam, 1.0 / T,
+                                                           factorization=name), 1)
+            best = results.get(name, (None, np.inf))[1]
+            results[name] = (result, min(best, seconds))
+    (qr, t_qr), (normal, t_normal) = results["qr"], results["normal"]
+    difference = abs(normal.objective - qr.objective) / abs(qr.objective)
+    print(f"{grid[0]}x{grid[1]:<3} {T:>6} {K + q:>5} {n:>4} | {t_qr:8.3f} {qr.iterations:>5} {1e3 * t_qr / qr.iterations:8.1f} "
+          f"| {t_normal:8.3f} {normal.iterations:>5} {1e3 * t_normal / normal.iterations:8.1f} | {t_qr / t_normal:6.2f}x "
+          f"{difference:9.1e}")
+
+
+def whole_fits(repeats: int) -> None:
+    trial, solution = trial_of((5, 5), 1000, None)
+    Z, X = trial.train.Z, solution.x
+    rows = {}
+    for _ in range(repeats):
+        for name in ("basis", "qr", "normal"):
+            if name == "basis":
+                fit = lambda: MOM(lam=LAM).fit(Z, X, lp=trial.lp, basis=solution.basis)  # noqa: E731
+            else:
+                fit = lambda: with_factorization(name, lambda: MOM(lam=LAM, formulation="dual").fit(Z, X, lp=trial.lp))  # noqa: E731
+            model, seconds = timed(fit, 1)
+            rows[name] = (model, min(seconds, rows.get(name, (None, np.inf))[1]))
+    basis_seconds = rows["basis"][1]
+    print(f"\nwhole fits, 5 x 5 grid, T = 1000, lambda = {LAM:g} (CPU s, best of {repeats}):")
+    print(f"  basis formulation (LP bases)          {basis_seconds:7.3f} s   1.0x")
+    for name, label in (("qr", "dual formulation, QR factors       "), ("normal", "dual formulation, normal factors   ")):
+        model, seconds = rows[name]
+        gap = dual_formulation_certificate(model.coef_, model.dual_, model.flows_, trial.lp.A, X, Z, LAM)["relative_gap"]
+        print(f"  {label}   {seconds:7.3f} s {seconds / basis_seconds:5.1f}x  ({model.n_iter_} steps, "
+              f"{1e3 * model.solver_info_['solve_seconds'] / model.n_iter_:.1f} ms wall a step, objective "
+              f"{model.objective_:.12g}, certified gap {gap:.1e})")
+    print("  (target of issue 50: dual / basis <= 3x)")
+
+
+def main(repeats: int) -> None:
+    print(f"block factorizations of the dual formulation, lambda = {LAM:g}, CPU seconds (best of {repeats})")
+    header = (f"{'grid':<6} {'T':>6} {'K+q':>5} {'n':>4} | {'QR s':>8} {'steps':>5} {'ms/step':>8} | {'normal s':>8} "
+              f"{'steps':>5} {'ms/step':>8} | {'gain':>7} {'obj. diff':>9}")
+    print(header)
+    print("-" * len(header))
+    for grid, T, features in CASES:
+        block_rows(grid, T, features, repeats)
+    whole_fits(repeats)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    arguments = parser.parse_args()
+    with threadpoolctl.threadpool_limits(1):
+        main(arguments.repeats)

@@ -31,6 +31,7 @@ from mom_pipeline.solvers.block_hinge_ipm import block_hinge_qp
 
 LAM = 1e-2
 LAMBDAS = np.logspace(-6, 2, 9)
+LABELS = (("qr", "dual formulation, QR factors       "), ("normal", "dual formulation, normal factors   "))
 #: (grid, T, features): the paper's shortest path, then larger grids (K + q = 32, 72, 162 rows a block).
 CASES = (((5, 5), 1000, None), ((7, 7), 300, 8), ((10, 10), 100, 8))
 
@@ -40,13 +41,16 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(function, repeats: int):
-    best, result = np.inf, None
-    for _ in range(repeats):
-        started = cpu_seconds()
-        result = function()
-        best = min(best, cpu_seconds() - started)
-    return result, best
+def timed(function):
+    """(function(), its CPU seconds)."""
+    started = cpu_seconds()
+    result = function()
+    return result, cpu_seconds() - started
+
+
+def keep_best(best: dict, name: str, result, seconds: float) -> None:
+    """best[name] = (the latest result, the least seconds so far)."""
+    best[name] = (result, min(seconds, best.get(name, (None, np.inf))[1]))
 
 
 def trial_of(grid, T: int, features: int | None):
@@ -78,14 +82,13 @@ def block_rows(grid, T, features, repeats: int) -> None:
     results = {}
     for _ in range(repeats):  # interleaved, so that a change of the machine's load hits both
         for name in ("qr", "normal"):
-            result, seconds = timed(lambda: block_hinge_qp(problem.M, problem.rows_on_u, problem.Z, scaled_lam, 1.0 / T,
-                                                           factorization=name), 1)
-            best = results.get(name, (None, np.inf))[1]
-            results[name] = (result, min(best, seconds))
+            keep_best(results, name, *timed(lambda: block_hinge_qp(problem.M, problem.rows_on_u, problem.Z, scaled_lam,
+                                                                   1.0 / T, factorization=name)))
     (qr, t_qr), (normal, t_normal) = results["qr"], results["normal"]
     difference = abs(normal.objective - qr.objective) / abs(qr.objective)
-    print(f"{grid[0]}x{grid[1]:<3} {T:>6} {K + q:>5} {n:>4} | {t_qr:8.3f} {qr.iterations:>5} {1e3 * t_qr / qr.iterations:8.1f} "
-          f"| {t_normal:8.3f} {normal.iterations:>5} {1e3 * t_normal / normal.iterations:8.1f} | {t_qr / t_normal:6.2f}x "
+    columns = [f"{seconds:8.3f} {result.iterations:>5} {1e3 * seconds / result.iterations:8.1f}"
+               for result, seconds in ((qr, t_qr), (normal, t_normal))]
+    print(f"{grid[0]}x{grid[1]:<3} {T:>6} {K + q:>5} {n:>4} | {columns[0]} | {columns[1]} | {t_qr / t_normal:6.2f}x "
           f"{difference:9.1e}")
 
 
@@ -97,25 +100,24 @@ def whole_fits(repeats: int) -> None:
         for name in ("basis", "qr", "normal"):
             options = dict(lp=trial.lp, basis=solution.basis) if name == "basis" else dict(lp=trial.lp)
             formulation = "basis" if name == "basis" else "dual"
-            model, seconds = timed(lambda: with_factorization(name, lambda: MOM(lam=LAM, formulation=formulation).fit(
-                Z, X, **options)), 1)
-            rows[name] = (model, min(seconds, rows.get(name, (None, np.inf))[1]))
-            models, seconds = timed(lambda: with_factorization(name, lambda: MOM.fit_many(
-                [MOM(lam=lam, formulation=formulation) for lam in LAMBDAS], Z, X, **options)), 1)
-            grids[name] = (models, min(seconds, grids.get(name, (None, np.inf))[1]))
+            keep_best(rows, name, *timed(lambda: with_factorization(
+                name, lambda: MOM(lam=LAM, formulation=formulation).fit(Z, X, **options))))
+            keep_best(grids, name, *timed(lambda: with_factorization(name, lambda: MOM.fit_many(
+                [MOM(lam=lam, formulation=formulation) for lam in LAMBDAS], Z, X, **options))))
     basis_seconds = rows["basis"][1]
     print(f"\nwhole fits, 5 x 5 grid, T = 1000, lambda = {LAM:g} (CPU s, best of {repeats}):")
     print(f"  basis formulation (LP bases)          {basis_seconds:7.3f} s   1.0x")
-    for name, label in (("qr", "dual formulation, QR factors       "), ("normal", "dual formulation, normal factors   ")):
+    for name, label in LABELS:
         model, seconds = rows[name]
-        gap = dual_formulation_certificate(model.coef_, model.dual_, model.flows_, trial.lp.A, X, Z, LAM)["relative_gap"]
+        gap = dual_formulation_certificate(model.coef_, model.dual_, model.flows_, trial.lp.A, X, Z,
+                                           LAM)["relative_gap"]
         print(f"  {label}   {seconds:7.3f} s {seconds / basis_seconds:5.1f}x  ({model.n_iter_} steps, "
               f"{1e3 * seconds / model.n_iter_:.1f} ms CPU a step with the set-up, objective "
               f"{model.objective_:.12g}, certified gap {gap:.1e})")
     grid_basis = grids["basis"][1]
     print(f"the nine-lambda grid 1e-6..1e2 at once (`MOM.fit_many`, warm-started; CPU s, best of {repeats}):")
     print(f"  basis formulation (LP bases)          {grid_basis:7.3f} s   1.0x")
-    for name, label in (("qr", "dual formulation, QR factors       "), ("normal", "dual formulation, normal factors   ")):
+    for name, label in LABELS:
         models, seconds = grids[name]
         steps = sum(model.n_iter_ for model in models)
         difference = max(abs(model.objective_ - other.objective_) / abs(other.objective_)

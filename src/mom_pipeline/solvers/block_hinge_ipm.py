@@ -259,8 +259,9 @@ def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int |
     near the optimum: measured, their steps stall at dual residuals of 1e-5.) With `normal`,
     the same matrices come from the normal matrices block by block, where that keeps their
     accuracy, and from the QR elsewhere (`_factor_normal`: 1.3x on the paper's 5 x 5 grid, where
-    most blocks keep it to the last step). The blocks are factored `chunk` at a time, so the K x n and (K + q)^2 temporaries never exist for every
-    block at once; what the solves need is kept: R_t^-1 and Q'D^1/2 [M_t; 0] (q x q, q x n).
+    most blocks keep it to the last step). The blocks are factored `chunk` at a time, so the
+    K x n and (K + q)^2 temporaries never exist for every block at once; what the solves need
+    is kept: R_t^-1 and Q'D^1/2 [M_t; 0] (q x q, q x n).
     With a thread pool (`rows.pool`) the lanes of chunks (LANES) are factored in parallel:
     numpy's batched QR, inverses and products release the GIL.
     """
@@ -270,6 +271,7 @@ def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int |
     chunk = chunk or default_chunk
     starts = list(range(0, T, chunk))
     R_inverse, QtB = np.empty((T, q, q)), np.empty((T, q, n))
+    factor = _factor_normal if normal else _factor_qr
 
     def factor_lane(lane: int) -> np.ndarray:
         """The lane's part of sum_t kron(F_t'F_t, z_t z_t') as (n n, d d); fills its blocks'
@@ -277,7 +279,6 @@ def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int |
         schur = np.zeros((n * n, d * d))
         for start in starts[lane::lanes]:
             part = slice(start, start + chunk)
-            factor = _factor_normal if normal else _factor_qr
             G, R_inverse[part], QtB[part] = factor(M[part], N[part], e[part])
             outer = (Z[part, :, None] * Z[part, None, :]).reshape(-1, d * d)
             schur += G.reshape(-1, n * n).T @ outer

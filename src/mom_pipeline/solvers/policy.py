@@ -43,6 +43,9 @@ result):
   760-arc grid, far below any budget; docs/decisions/004-dual-formulation-memory-budget.md.)
   This is not a choice of path: a problem either runs on the block method or stops
   (`check_dual_formulation_memory`).
+* `block_factorization(K, q, n)`: how its Newton steps factor blocks of K + q rows: "normal"
+  (the normal matrices by batched Cholesky, each block checked, the inaccurate ones by the QR)
+  up to NORMAL_FACTOR_MAX_ROWS rows, else "qr" (docs/decisions/032-normal-block-factors.md).
 * `block_ipm_threads(requested, T, K, q, n, d)`: how many of the requested threads share its
   Newton steps (one on problems too small to share: the shipped inverse example ran 2x slower
   on two threads).

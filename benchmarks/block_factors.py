@@ -11,12 +11,18 @@ x*, the duals and flows afterwards) with each factorization, at one lambda and o
 nine-lambda grid of benchmarks/dual_fit.py. Times are CPU seconds of this
 process (one BLAS thread), the best of REPEATS runs interleaved; steps are Newton steps.
 
-Run:  .venv/bin/python benchmarks/block_factors.py [--repeats 3]
+`--sweep` fits instead the nine-lambda grid (warm-started, `MOM.fit_many`) with each factorization
+on 48 small degenerate problems (shortest paths and knapsacks, degrees 1, 2, 4, 6, noise 0 and 0.5,
+T = 60, 200, 500): the accurate retries after a stall, the fits that went to Clarabel, the
+Newton steps, the CPU seconds and the largest objective difference.
+
+Run:  .venv/bin/python benchmarks/block_factors.py [--repeats 3] [--sweep]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import resource
 
 import numpy as np
@@ -26,7 +32,7 @@ import mom_pipeline.solvers.policy as policy
 from mom_pipeline.methods.mom import MOM
 from mom_pipeline.methods.mom_dual import _checked_block_shape
 from mom_pipeline.methods.mom_dual_problem import dual_block_problem, dual_formulation_certificate
-from mom_pipeline.problems import generate_shortest_path
+from mom_pipeline.problems import generate_knapsack, generate_shortest_path
 from mom_pipeline.solvers.block_hinge_ipm import block_hinge_qp
 
 LAM = 1e-2
@@ -128,6 +134,37 @@ def whole_fits(repeats: int) -> None:
     print("  (target of issue 50: dual / basis <= 3x)")
 
 
+def sweep() -> None:
+    totals = {name: np.zeros(4) for name in ("qr", "normal")}
+    worst = 0.0
+    print("nine-lambda grids, retries / Clarabel fits / Newton steps / CPU s, QR factors then normal factors")
+    for problem, degree, noise, T in itertools.product(("shortest_path", "knapsack"), (1, 2, 4, 6), (0.0, 0.5),
+                                                       (60, 200, 500)):
+        if problem == "shortest_path":
+            trial = generate_shortest_path(T, 0, degree=degree, eps_bar=noise, seed=11)
+        else:
+            trial = generate_knapsack(T, 0, degree=degree, eps_bar=noise, eta_bar=1.0, seed=11)
+        X = trial.lp.solve(trial.train.C).x
+        fits = {}
+        for name in ("qr", "normal"):
+            models, seconds = timed(lambda: with_factorization(name, lambda: MOM.fit_many(
+                [MOM(lam=lam, formulation="dual") for lam in LAMBDAS], trial.train.Z, X, lp=trial.lp)))
+            counts = np.array([sum("block_ipm_retry" in model.solver_info_ for model in models),
+                               sum(model.solver_info_["solver"] == "clarabel" for model in models),
+                               sum(model.n_iter_ for model in models), seconds])
+            totals[name] += counts
+            fits[name] = (models, counts)
+        difference = max(abs(one.objective_ - other.objective_) / max(abs(other.objective_), 1e-12)
+                         for one, other in zip(fits["normal"][0], fits["qr"][0]))
+        worst = max(worst, difference)
+        print(f"{problem:>13} degree {degree} noise {noise:.1f} T {T:>3} | "
+              + " | ".join(f"{int(c[0])} {int(c[1])} {int(c[2]):>4} {c[3]:6.2f}" for _, c in fits.values())
+              + f" | {difference:.1e}")
+    print("totals | " + " | ".join(f"{name}: {int(c[0])} retries, {int(c[1])} Clarabel, {int(c[2])} steps, "
+                                   f"{c[3]:.1f} s" for name, c in totals.items())
+          + f" | largest objective difference {worst:.1e}")
+
+
 def main(repeats: int) -> None:
     print(f"block factorizations of the dual formulation, lambda = {LAM:g}, CPU seconds (best of {repeats})")
     header = (f"{'grid':<6} {'T':>6} {'K+q':>5} {'n':>4} | {'QR s':>8} {'steps':>5} {'ms/step':>8} | {'normal s':>8} "
@@ -142,6 +179,7 @@ def main(repeats: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sweep", action="store_true", help="the 48 small degenerate grids instead")
     arguments = parser.parse_args()
     with threadpoolctl.threadpool_limits(1):
-        main(arguments.repeats)
+        sweep() if arguments.sweep else main(arguments.repeats)

@@ -88,8 +88,9 @@ bench-methods: $(STAMP)
 
 # Inverse LP from x* alone: lambda tuned without costs on the shipped example (and with a
 # feature in other units), the dual formulation's 9-lambda grid against the basis
-# formulation's (the dual/basis ratio), the scale-up table, then RouteMOM on grids and the real
-# road networks of MOM_NETWORKS_DIR (benchmarks/route_fit.py; up to ~25 minutes in all).
+# formulation's (the dual/basis ratio), the block method's two factorizations, the scale-up
+# table, then RouteMOM on grids and the real road networks of MOM_NETWORKS_DIR
+# (benchmarks/route_fit.py; up to ~25 minutes in all).
 bench-inverse: $(STAMP)
 	$(BIN)/python benchmarks/inverse_tuning.py
 	$(BIN)/python benchmarks/dual_fit.py

@@ -33,11 +33,12 @@ def _cvxpy_reference(M, N, Z, lam, weight):
 
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("lam", [1e-4, 1e-1, 10.0])
-def test_block_ipm_matches_cvxpy_on_random_blocks(seed, lam):
+@pytest.mark.parametrize("factorization", ["qr", "normal"])
+def test_block_ipm_matches_cvxpy_on_random_blocks(seed, lam, factorization):
     rng = np.random.default_rng(seed)
     T, K, q, n, d = 25, 5, 3, 6, 3
     M, N, Z = rng.normal(size=(T, K, n)), rng.normal(size=(T, K, q)), rng.normal(size=(T, d))
-    result = block_hinge_qp(M, N, Z, lam, 1.0 / T)
+    result = block_hinge_qp(M, N, Z, lam, 1.0 / T, factorization=factorization)
     W, U = result.solution
     reference = _cvxpy_reference(M, N, Z, lam, 1.0 / T)
     assert _objective(W, U, M, N, Z, lam, 1.0 / T) == pytest.approx(reference, rel=1e-6)

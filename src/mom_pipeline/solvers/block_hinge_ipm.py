@@ -7,7 +7,9 @@ W (n x d) is shared by every block t; u_t (q values) belongs to block t alone an
 regularized (each u_tj also carries its own hinge, which keeps it bounded). The K coupled rows
 of block t act on W only through c_t = W z_t. A conic solver given the whole problem factors
 one large sparse KKT system; here every Newton step eliminates the u_t block by block
-(a QR factorization of its (K + q) x q local rows, batched over blocks) and leaves one (n d) x (n d) Schur complement
+(a QR factorization of its (K + q) x q local rows, batched over blocks, or on small blocks the
+Cholesky factorization of their normal matrices where it keeps its accuracy, checked block by
+block: `policy.block_factorization`) and leaves one (n d) x (n d) Schur complement
 
     S = lam I + sum_t kron(F_t'F_t, z_t z_t')     (F_t: see `_newton_solver`),
 
@@ -32,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
 import numpy as np
+from scipy.linalg import lapack
 
 from .dense_cholesky import cho_factor_symmetric, cho_solve_factor
 from .interior_point import longest_step
@@ -76,6 +79,10 @@ STALL_STEPS = 8
 GAP_FLOOR = 1e-6
 # A warm start's slacks are shifted by this much off 0 (multipliers start centred).
 WARM_SHIFT = 1e-2
+# Blocks factored by their normal matrices (`_factor_normal`) are factored again by the QR when
+# they lost more than this factor to round-off (a pivot of the unit-diagonal Cholesky factor
+# below its inverse, or F'F's diagonal below its inverse times M'D M's).
+NORMAL_MAX_LOSS = 1e6
 
 
 class BlockHingeRows:
@@ -170,7 +177,78 @@ def newton_step_bytes(T: int, K: int, q: int, n: int, d: int, threads: int = 1) 
     return 8.0 * T * per_block + 3 * schur + (lanes * schur if lanes > 1 else 0.0) + running * chunk_bytes
 
 
-def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int | None = None):
+def _factor_qr(M: np.ndarray, N: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(F_t'F_t, R_t^-1, Q'D^1/2 [M_t; 0]) of blocks (M, N (b, K, n), (b, K, q)) with row weights
+    1/e (b, K + q), by the complete QR factorization of D^1/2 [N_t; I] (`_newton_solver`)."""
+    K, q = N.shape[1:]
+    root = 1.0 / np.sqrt(e)
+    local = np.concatenate([root[:, :K, None] * N, root[:, K:, None] * np.eye(q)], axis=1)
+    Q, R = np.linalg.qr(local, mode="complete")  # (b, K + q, K + q)
+    weighted_M = root[:, :K, None] * M
+    QtB = np.swapaxes(Q[:, :K, :q], 1, 2) @ weighted_M  # Q' D^1/2 [M; 0]
+    F = np.swapaxes(Q[:, :K, q:], 1, 2) @ weighted_M  # (b, K, n)
+    return np.swapaxes(F, 1, 2) @ F, upper_triangular_inverse(R[:, :q]), QtB
+
+
+def _factor_normal(M: np.ndarray, N: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`_factor_qr`'s three arrays from the normal matrices, each block checked, the blocks that
+    fail the check by `_factor_qr`.
+
+    With D = diag(1/e): P_t = N_t'D_K N_t + D_q = R_t'R_t (R_t = L_t' of a batched Cholesky
+    factorization, P_t first scaled to a unit diagonal), Q'D^1/2 [M_t; 0] = R_t^-T N_t'D_K M_t,
+    and F_t'F_t = M_t'D_K M_t - (Q'D^1/2 [M_t; 0])'(Q'D^1/2 [M_t; 0]): the same matrices as the
+    QR's in exact arithmetic. In floating point the normal matrices lose what the QR keeps when
+    e spans many decades (docs/decisions/001-dual-formulation-block-ipm.md): a block whose scaled
+    Cholesky factor has a pivot below 1/NORMAL_MAX_LOSS, or whose F_t'F_t lost more than a
+    factor NORMAL_MAX_LOSS of M_t'D_K M_t's diagonal to the difference, or whose factors are not
+    finite, is factored again by the QR. The others agree with the QR to about
+    1e-16 NORMAL_MAX_LOSS of their size (docs/decisions/032-normal-block-factors.md)."""
+    K, q = N.shape[1:]
+    weight = 1.0 / e
+    weighted_N = weight[:, :K, None] * N
+    P = np.swapaxes(N, 1, 2) @ weighted_N
+    diagonal = np.einsum("bii->bi", P)  # a view: the weights of the local rows join in place
+    diagonal += weight[:, K:]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        scale = 1.0 / np.sqrt(diagonal)
+        scaled = scale[:, :, None] * P * scale[:, None, :]
+        L, good = _batched_cholesky(scaled)
+        pivots = np.einsum("bii->bi", L) ** 2  # 1 on a well-conditioned block, tiny near a singular one
+        # R = L' diag(1/scale), so R^-1 = diag(scale) L'^-1.
+        R_inverse = scale[:, :, None] * upper_triangular_inverse(np.swapaxes(L, 1, 2))
+        QtB = np.swapaxes(R_inverse, 1, 2) @ (np.swapaxes(weighted_N, 1, 2) @ M)
+        MtDM = np.swapaxes(M, 1, 2) @ (weight[:, :K, None] * M)
+        G = MtDM - np.swapaxes(QtB, 1, 2) @ QtB
+        kept = np.einsum("bii->bi", G).max(axis=1) * NORMAL_MAX_LOSS >= np.einsum("bii->bi", MtDM).max(axis=1)
+    good &= (pivots.min(axis=1) * NORMAL_MAX_LOSS >= 1.0) & kept
+    good &= np.isfinite(R_inverse).all(axis=(1, 2)) & np.isfinite(G).all(axis=(1, 2))
+    if not good.all():
+        redo = np.flatnonzero(~good)
+        G[redo], R_inverse[redo], QtB[redo] = _factor_qr(M[redo], N[redo], e[redo])
+    return G, R_inverse, QtB
+
+
+def _batched_cholesky(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(L, good): the lower Cholesky factors of the (b, q, q) matrices P and which of them
+    factored (numpy's batched factorization raises for the whole batch when one fails; those
+    batches are factored one matrix at a time by LAPACK, the failed ones left as identities)."""
+    try:
+        return np.linalg.cholesky(P), np.ones(P.shape[0], dtype=bool)
+    except np.linalg.LinAlgError:
+        pass
+    L = np.empty_like(P)
+    good = np.ones(P.shape[0], dtype=bool)
+    eye = np.eye(P.shape[1])
+    for index, matrix in enumerate(P):
+        # The row-major matrix's transpose is column-major: LAPACK's upper factor of it is L'.
+        factor, info = lapack.dpotrf(matrix.T, lower=False, clean=True)
+        good[index] = info == 0
+        L[index] = factor.T if info == 0 else eye
+    return L, good
+
+
+def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int | None = None,
+                   normal: bool = False):
     """A function solving (Lambda + H' diag(1/e) H) (dW, dU) = (bW, bU), Lambda = lam on W, 0 on U.
 
     Block t's rows are [M_t N_t; 0 I] with weights D = diag(1/e). With the complete QR
@@ -178,19 +256,22 @@ def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int |
     F_t'F_t, F_t = Q_c' D^1/2 [M_t; 0]: positive semidefinite by construction. (The textbook
     difference M'D M - M'D N (E'D E)^-1 N'D M, its Woodbury form M'(E_K + N E_q N')^-1 M, and
     their Cholesky factors lose accuracy to round-off once e spans many decades, as it does
-    near the optimum: measured, their steps stall at dual residuals of 1e-5.) The blocks are
-    factored `chunk` at a time, so the K x n and (K + q)^2 temporaries never exist for every
-    block at once; what the solves need is kept: R_t^-1 and Q'D^1/2 [M_t; 0] (q x q, q x n).
+    near the optimum: measured, their steps stall at dual residuals of 1e-5.) With `normal`,
+    the same matrices come from the normal matrices block by block, where that keeps their
+    accuracy, and from the QR elsewhere (`_factor_normal`: 1.3x on the paper's 5 x 5 grid, where
+    most blocks keep it to the last step). The blocks are factored `chunk` at a time, so the
+    K x n and (K + q)^2 temporaries never exist for every block at once; what the solves need
+    is kept: R_t^-1 and Q'D^1/2 [M_t; 0] (q x q, q x n).
     With a thread pool (`rows.pool`) the lanes of chunks (LANES) are factored in parallel:
     numpy's batched QR, inverses and products release the GIL.
     """
     M, N, Z = rows.M, rows.N, rows.Z
     T, K, n, d, q = rows.T, rows.K, rows.n, rows.d, rows.q
-    root = 1.0 / np.sqrt(e)
     lanes, default_chunk = _chunk_blocks(T, K, q, n, d)
     chunk = chunk or default_chunk
     starts = list(range(0, T, chunk))
     R_inverse, QtB = np.empty((T, q, q)), np.empty((T, q, n))
+    factor = _factor_normal if normal else _factor_qr
 
     def factor_lane(lane: int) -> np.ndarray:
         """The lane's part of sum_t kron(F_t'F_t, z_t z_t') as (n n, d d); fills its blocks'
@@ -198,15 +279,9 @@ def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int |
         schur = np.zeros((n * n, d * d))
         for start in starts[lane::lanes]:
             part = slice(start, start + chunk)
-            local = np.concatenate([root[part, :K, None] * N[part], root[part, K:, None] * np.eye(q)], axis=1)
-            Q, R = np.linalg.qr(local, mode="complete")  # (chunk, K + q, K + q)
-            weighted_M = root[part, :K, None] * M[part]
-            QtB[part] = np.swapaxes(Q[:, :K, :q], 1, 2) @ weighted_M  # Q' D^1/2 [M; 0]
-            F = np.swapaxes(Q[:, :K, q:], 1, 2) @ weighted_M  # (chunk, K, n)
-            G = np.swapaxes(F, 1, 2) @ F
+            G, R_inverse[part], QtB[part] = factor(M[part], N[part], e[part])
             outer = (Z[part, :, None] * Z[part, None, :]).reshape(-1, d * d)
             schur += G.reshape(-1, n * n).T @ outer
-            R_inverse[part] = upper_triangular_inverse(R[:, :q])
         return schur
 
     schur = _sum_in_order(_map_on(rows.pool, factor_lane, range(min(lanes, len(starts)))))
@@ -242,7 +317,7 @@ def _newton_solver(rows: BlockHingeRows, lam: float, e: np.ndarray, chunk: int |
 def block_hinge_qp(M: np.ndarray, N: np.ndarray, Z: np.ndarray, lam: float, weight: float, tol: float = 1e-9,
                    gap_tol: float = 1e-9, breakdown_tol: float = 1e-6, breakdown_gap_tol: float = 1e-7, max_iter: int = 100,
                    start: tuple[np.ndarray, np.ndarray] | None = None, threads: int = 1,
-                   accurate: bool = False) -> SolverResult:
+                   accurate: bool = False, factorization: str = "auto") -> SolverResult:
     """Solve the block hinge QP (module docstring).
 
     Args:
@@ -257,6 +332,10 @@ def block_hinge_qp(M: np.ndarray, N: np.ndarray, Z: np.ndarray, lam: float, weig
         threads: threads factoring the blocks of a Newton step (the result does not depend on it).
         accurate: refine every Newton solve until its residual is ACCURATE_RESIDUAL of its
             right-hand side (at most ACCURATE_REFINEMENTS steps): slower, for a retry after a stall.
+        factorization: how the blocks are factored at each Newton step: "qr" (every block by its
+            QR factorization), "normal" (by the normal matrices, the blocks that lose accuracy
+            there by the QR: `_factor_normal`), or "auto", the choice of
+            `policy.block_factorization` for the blocks' sizes ("qr" with `accurate`).
     Returns:
         a `SolverResult`: solution (W (n, d), U (T, q)), the objective, the iterations, status
         "optimal" or "optimal_at_breakdown" (the Newton system broke down with the certificate
@@ -267,13 +346,20 @@ def block_hinge_qp(M: np.ndarray, N: np.ndarray, Z: np.ndarray, lam: float, weig
     """
     if int(threads) != threads or threads < 1:
         raise ValueError(f"threads must be a positive integer; got {threads!r}")
+    if factorization not in ("auto", "qr", "normal"):
+        raise ValueError(f"factorization must be 'auto', 'qr' or 'normal'; got {factorization!r}")
+    if factorization == "auto":
+        from .policy import block_factorization  # the policy imports this module's memory estimate
+
+        factorization = "qr" if accurate else block_factorization(M.shape[1], N.shape[2], M.shape[2])
     with ThreadPoolExecutor(int(threads)) if threads > 1 else nullcontext() as pool:
         return _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown_gap_tol, max_iter, start,
-                               pool, (ACCURATE_REFINEMENTS, ACCURATE_RESIDUAL) if accurate else (REFINEMENTS, np.inf))
+                               pool, (ACCURATE_REFINEMENTS, ACCURATE_RESIDUAL) if accurate else (REFINEMENTS, np.inf),
+                               factorization == "normal")
 
 
 def _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown_gap_tol, max_iter, start, pool,
-                    refinements):
+                    refinements, normal):
     most_refinements, refined = refinements
     rows = BlockHingeRows(M, N, Z, pool)
     T, R, n = M.shape[0], M.shape[1] + N.shape[2], M.shape[2]
@@ -316,7 +402,7 @@ def _block_hinge_qp(M, N, Z, lam, weight, tol, gap_tol, breakdown_tol, breakdown
         # the new one's (1.7 GB at 180 arcs and T = 10,000), and both alive at once set the peak.
         solve = None
         try:
-            solve = _newton_solver(rows, lam, e)
+            solve = _newton_solver(rows, lam, e, normal=normal)
         except (np.linalg.LinAlgError, ValueError):
             break
 

@@ -43,6 +43,9 @@ result):
   760-arc grid, far below any budget; docs/decisions/004-dual-formulation-memory-budget.md.)
   This is not a choice of path: a problem either runs on the block method or stops
   (`check_dual_formulation_memory`).
+* `block_factorization(K, q, n)`: how its Newton steps factor blocks of K + q rows: "normal"
+  (the normal matrices by batched Cholesky, each block checked, the inaccurate ones by the QR)
+  up to NORMAL_FACTOR_MAX_ROWS rows, else "qr" (docs/decisions/032-normal-block-factors.md).
 * `block_ipm_threads(requested, T, K, q, n, d)`: how many of the requested threads share its
   Newton steps (one on problems too small to share: the shipped inverse example ran 2x slower
   on two threads).
@@ -348,6 +351,19 @@ def network_restricted_method(n_coefficients: int, per_arc: bool = False) -> Lit
     if per_arc:
         return "detours"
     return "clarabel" if n_coefficients <= NETWORK_CLARABEL_MAX_COEFFICIENTS else "blocks"
+
+
+# Block interior-point method: blocks of at most this many rows (K + q) are factored by their
+# normal matrices, each block checked and the inaccurate ones factored by the QR
+# (`block_hinge_ipm._factor_normal`); larger blocks by the QR alone. Measured in
+# docs/decisions/032-normal-block-factors.md.
+NORMAL_FACTOR_MAX_ROWS = 200
+
+
+def block_factorization(K: int, q: int, n: int) -> Literal["normal", "qr"]:
+    """How the block interior-point method factors blocks of K coupled rows and q local ones on
+    n costs at each Newton step."""
+    return "normal" if K + q <= NORMAL_FACTOR_MAX_ROWS else "qr"
 
 
 def route_per_arc_method(dense_fits: bool) -> Literal["dense", "detours"]:

@@ -147,9 +147,11 @@ def test_absent_columns_between_present_ones_are_refused():
     # A basis whose tree path from 2 to 3's other end runs through the zone: refused.
     with pytest.raises(ValueError, match="sample 0: a present column's reduced cost depends on an absent column"):
         dual_block_problem(A, np.array([[0, 1, 3]]), X, Z, None, absent)
-    # The zone hanging off the tree by one arc: accepted, its other arc's row emptied.
+    # The zone hanging off the tree by one arc: accepted; its arcs' rows and free reduced cost
+    # leave the block (one emptied row is left: a block has at least one).
     problem = dual_block_problem(A, np.array([[0, 2, 3]]), X, Z, None, absent)
-    assert problem.absent_rows[0].sum() == 2 and not problem.M[0][problem.absent_rows[0][:problem.M.shape[1]]].any()
+    assert problem.M.shape[1] == 1 and problem.absent_rows[0].tolist() == [True, False]
+    assert not problem.M[0].any() and problem.row_columns[0].tolist() == [1, 2]
 
 
 def test_network_with_cycles_per_arc_and_shared():

@@ -163,10 +163,15 @@ def _dense_network(data: NetworkSamples) -> _DenseNetwork | None:
     has_arcs = np.asarray(touching.sum(axis=1)).ravel() > 0
     ends = np.zeros((T, N), dtype=bool)
     ends[np.arange(T), origins] = ends[np.arange(T), destinations] = True
-    zone = ((present_arcs == 0) & has_arcs[None, :] & ~ends).any(axis=0)
-    expected = ((zone[data.tails][None, :] & (data.tails[None, :] != origins[:, None]))
-                | (zone[data.heads][None, :] & (data.heads[None, :] != destinations[:, None])))
-    if not np.array_equal(absent, expected):
+    candidate = ((present_arcs == 0) & has_arcs[None, :] & ~ends).any(axis=0)
+    # A thoroughfare node reached only through zones looks like one; the zones explain it.
+    reached_only_from_candidates = np.asarray((touching @ touching.T) @ ~candidate).ravel() == 0
+    for zone in (candidate, candidate & ~reached_only_from_candidates):
+        expected = ((zone[data.tails][None, :] & (data.tails[None, :] != origins[:, None]))
+                    | (zone[data.heads][None, :] & (data.heads[None, :] != destinations[:, None])))
+        if np.array_equal(absent, expected):
+            break
+    else:
         return None
     # Split node ids: v (a thoroughfare, or a zone's out side) and N + v (a zone's in side),
     # then numbered in order among those some arc touches.

@@ -134,6 +134,22 @@ def test_unusable_arcs_that_are_not_zones_leave_the_dense_method():
     assert fit.certificate_["relative_gap"] <= 1e-8
 
 
+def test_a_dense_failure_with_absent_columns_falls_back_to_the_detours(monkeypatch, caplog):
+    from mom_pipeline.methods import mom_dual
+
+    Z, X, network, usable = zone_grid_routes(T=30, seed=3)
+
+    def stalls(*args, **kwargs):
+        raise mom_dual._BlockStalled("forced stall")
+
+    monkeypatch.setattr(mom_dual, "_block_solve", stalls)
+    with caplog.at_level(logging.WARNING, logger="mom_pipeline.methods.route_mom"):
+        fit = RouteMOM(lam=1e-2).fit(Z, X, tails=network.tails, heads=network.heads, n_nodes=network.n_nodes,
+                                     usable=usable)
+    assert "forced stall" in fit.solver_info_["dense_failure"] and "detour cycles" in caplog.text
+    assert fit.solver_info_["path"] == "network_detours" and fit.certificate_["relative_gap"] <= 1e-8
+
+
 def test_absent_columns_between_present_ones_are_refused():
     from mom_pipeline.methods.mom_dual_problem import dual_block_problem
 

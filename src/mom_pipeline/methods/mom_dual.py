@@ -119,7 +119,8 @@ def _solve_path(A, basis, X, Z, lams, threads: int, absent=None) -> list[tuple[n
                                   threads)
         except _BlockStalled as failure:
             if absent_rows is not None:
-                raise RuntimeError(f"dual-formulation MOM with absent columns, lambda {lam:.3g}: {failure}") from failure
+                raise BlockMethodFailed(f"dual-formulation MOM with absent columns, lambda {lam:.3g}: {failure}") \
+                    from failure
             # Free reduced costs that no row bounds from above (a direction of u along which
             # every margin grows) make the barrier problem unbounded and the block method
             # diverge; the conic solver's homogeneous embedding does not mind: the same
@@ -147,6 +148,10 @@ def _solve_path(A, basis, X, Z, lams, threads: int, absent=None) -> list[tuple[n
         Theta = problem.theta(W)
         solutions[index] = (Theta, duals_of(A, basis, Z, Theta, problem.basic_reduced_costs(U, basis.shape[1])), info)
     return solutions
+
+
+class BlockMethodFailed(RuntimeError):
+    """The block method failed on a problem that has no whole-problem fallback (absent columns)."""
 
 
 class _BlockStalled(RuntimeError):

@@ -15,6 +15,7 @@ these degenerate LPs).
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import ClassVar
@@ -28,6 +29,8 @@ from ..solvers.network_margin import (NetworkSamples, incidence_matrix, network_
 from ..solvers.policy import DualFormulationTooLarge
 from ..blas_threads import one_blas_thread
 from .base import POSITIVE, CostModel, NotFittedError, StrOptions, check_features, estimator_hyperparameters
+
+logger = logging.getLogger(__name__)
 
 ROUTE_SOLVERS = ("auto", "cvxpy")
 #: A row of the dense method carries flow above this (its interior-point multipliers are never 0).
@@ -69,12 +72,14 @@ class RouteMOM(CostModel):
         data = network_samples(tails, heads, n_nodes, X, Z, arc_features, usable)
         started = time.perf_counter()
         dense_network = _dense_per_arc_fits(data) if self.solver == "auto" else None
-        fitted = None
+        fitted, dense_failure = None, None
         if self.solver == "auto" and policy.route_per_arc_method(dense_network is not None) == "dense":
             try:
                 fitted = _fit_dense_per_arc(data, self.lam, dense_network)
-            except _DenseDoesNotApply:
-                fitted = None
+            except _DenseDoesNotApply as reason:
+                fitted, dense_failure = None, str(reason)
+                logger.warning("RouteMOM(lam=%g): the dense dual formulation does not apply (%s); fitting by the "
+                               "detour cycles", self.lam, reason)
         if fitted is not None:
             Theta, potentials, flows, info = fitted
             certificate = network_margin_certificate(Theta, potentials, flows, data, self.lam)
@@ -85,6 +90,8 @@ class RouteMOM(CostModel):
             Theta, potentials, flows = result.solution
             certificate, rounds = result.certificate, result.iterations
             info = dict(result.info(), rounds=rounds, history=result.extra["history"])
+            if dense_failure is not None:
+                info["dense_failure"] = dense_failure
         else:
             Theta, potentials, flows = solve_network_margin_cvxpy(data, self.lam)
             certificate = network_margin_certificate(Theta, potentials, flows, data, self.lam)
@@ -244,6 +251,7 @@ def _fit_dense_per_arc(data: NetworkSamples, lam: float, network: _DenseNetwork)
     model by MOM's dense dual formulation (`methods.mom_dual`'s block interior-point method)
     on the standard form of `network`: duals y are the potentials negated (0 at the dropped last
     node), its flows (divided by T there) the row flows."""
+    from . import mom_dual
     from .base import resolve_lp
     from .mom_solve import solve_mom
 
@@ -255,8 +263,12 @@ def _fit_dense_per_arc(data: NetworkSamples, lam: float, network: _DenseNetwork)
         basis = _tree_bases(network, data)
         if basis is None:
             raise _DenseDoesNotApply("some sample's usable arcs do not connect their nodes")
-    Theta, info = solve_mom(None, data.Z, lam, None, "auto", A=A, formulation="dual", basis=basis, X=X, threads=1,
-                            absent=network.absent)
+    try:
+        Theta, info = solve_mom(None, data.Z, lam, None, "auto", A=A, formulation="dual", basis=basis, X=X,
+                                threads=1, absent=network.absent)
+    except mom_dual.BlockMethodFailed as failure:
+        # With absent columns there is no whole-problem fallback of the dense method's own.
+        raise _DenseDoesNotApply(str(failure)) from failure
     y, flows = info.pop("duals"), info.pop("flows")
     if flows is None:
         raise RuntimeError("the dense dual formulation returned no flows to certify its fit")

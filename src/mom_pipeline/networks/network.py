@@ -114,7 +114,7 @@ def usable_arcs(network: Network, origins, destinations=None) -> np.ndarray:
     zone (a route never returns to its origin nor ends in another zone); MOM's margins are not:
     rows on arcs back into the origin would ask the costs of cycles through the origin's
     connectors for a margin that no observed route tells anything about
-    (docs/decisions/032-zone-arcs.md)."""
+    (docs/decisions/033-zone-arcs.md)."""
     origins = np.asarray(origins, dtype=np.int64)
     zone_tail = network.tails < network.first_thru_node
     zone_head = network.heads < network.first_thru_node

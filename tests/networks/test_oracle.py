@@ -70,6 +70,22 @@ def test_zones_are_not_passed_through():
     assert (free != routes).any()
 
 
+def test_zone_arcs_are_usable_from_the_origin_and_into_the_destination_only():
+    network = read_tntp_network(network_file("Anaheim"))
+    zones = network.first_thru_node
+    o, d = np.array([0, 5]), np.array([3, 0])
+    usable = usable_arcs(network, o, d)
+    for t in range(2):
+        out_of_zone, into_zone = network.tails < zones, network.heads < zones
+        assert (usable[t, out_of_zone] == (network.tails[out_of_zone] == o[t])).all()
+        assert (usable[t, into_zone] == (network.heads[into_zone] == d[t])).all()
+        assert usable[t, ~out_of_zone & ~into_zone].all()
+    # Without destinations (a one-to-all search): into every zone but the origin.
+    one_to_all = usable_arcs(network, o)
+    into_zone = network.heads < zones
+    assert (one_to_all[0, into_zone] == (network.heads[into_zone] != 0)).all()
+
+
 def test_ties_fewest_arcs_then_smallest_index_and_order_independent():
     network, _ = grid_network(3, 3)
     T = 5

@@ -87,6 +87,89 @@ def test_per_arc_fit_takes_the_detours_when_the_dense_method_does_not_fit(monkey
     assert detours.certificate_["relative_gap"] <= 1e-8 and dense.certificate_["relative_gap"] <= 1e-8
 
 
+def zone_grid_routes(rows=4, zones=4, T=60, seed=0, d=3):
+    """Routes between the first `zones` nodes of a grid of two-way streets made TNTP zones
+    (no route passes through one), under costs linear in the contexts."""
+    import dataclasses
+
+    from mom_pipeline.networks import shortest_routes, usable_arcs
+    from mom_pipeline.networks.generate import grid_network
+
+    network, _ = grid_network(rows, rows, seed=seed, centroids=zones)
+    network = dataclasses.replace(network, first_thru_node=zones)
+    rng = np.random.default_rng(seed)
+    Theta = np.c_[rng.uniform(1, 2, network.n_arcs), 0.3 * rng.normal(size=(network.n_arcs, d - 1))]
+    Z = np.c_[np.ones(T), rng.normal(size=(T, d - 1))]
+    o = rng.integers(0, zones, T)
+    dest = (o + rng.integers(1, zones, T)) % zones
+    usable = usable_arcs(network, o, dest)
+    X = shortest_routes(network, np.maximum(Z @ Theta.T, 0.05), o, dest, usable)
+    return Z, X, network, usable
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lam", [1e-2, 1e-3])
+def test_zone_network_per_arc_by_the_dense_method_equals_the_whole_qp(lam):
+    Z, X, network, usable = zone_grid_routes()
+    kwargs = dict(tails=network.tails, heads=network.heads, n_nodes=network.n_nodes, usable=usable)
+    fast = RouteMOM(lam=lam).fit(Z, X, **kwargs)
+    reference = RouteMOM(lam=lam, solver="cvxpy").fit(Z, X, **kwargs)
+    # The zones split in two and the arcs a sample may not use left out: the dense path.
+    assert fast.solver_info_["solver"] == "dense_dual_formulation" and fast.solver_info_["zones_split"]
+    assert fast.certificate_["relative_gap"] <= 1e-8 and fast.certificate_["equality_residual"] <= 1e-8
+    assert abs(fast.objective_ - reference.objective_) <= 1e-6 * reference.objective_
+    assert (fast.flows_[~usable] == 0).all()
+    detours = solve_network_margin(network_samples(network.tails, network.heads, network.n_nodes, X, Z, None, usable),
+                                   lam, method="detours")
+    assert abs(detours.objective - fast.objective_) <= 1e-7 * fast.objective_
+
+
+def test_unusable_arcs_that_are_not_zones_leave_the_dense_method():
+    Z, X, network, usable = zone_grid_routes(T=30, seed=2)
+    usable = usable.copy()
+    usable[0, np.flatnonzero(~X[0].astype(bool) & usable[0])[0]] = False  # one thoroughfare arc closed
+    fit = RouteMOM(lam=1e-2).fit(Z, X, tails=network.tails, heads=network.heads, n_nodes=network.n_nodes,
+                                 usable=usable)
+    assert fit.solver_info_.get("solver") != "dense_dual_formulation"
+    assert fit.certificate_["relative_gap"] <= 1e-8
+
+
+def test_a_dense_failure_with_absent_columns_falls_back_to_the_detours(monkeypatch, caplog):
+    from mom_pipeline.methods import mom_dual
+
+    Z, X, network, usable = zone_grid_routes(T=30, seed=3)
+
+    def stalls(*args, **kwargs):
+        raise mom_dual._BlockStalled("forced stall")
+
+    monkeypatch.setattr(mom_dual, "_block_solve", stalls)
+    with caplog.at_level(logging.WARNING, logger="mom_pipeline.methods.route_mom"):
+        fit = RouteMOM(lam=1e-2).fit(Z, X, tails=network.tails, heads=network.heads, n_nodes=network.n_nodes,
+                                     usable=usable)
+    assert "forced stall" in fit.solver_info_["dense_failure"] and "detour cycles" in caplog.text
+    assert fit.solver_info_["path"] == "network_detours" and fit.certificate_["relative_gap"] <= 1e-8
+
+
+def test_absent_columns_between_present_ones_are_refused():
+    from mom_pipeline.methods.mom_dual_problem import dual_block_problem
+
+    # Nodes 0, 1 (a zone), 2, 3; the route 0 -> 3; the zone's arcs 0 -> 1 and 1 -> 2 absent.
+    tails, heads = np.array([0, 1, 2, 0]), np.array([1, 2, 3, 3])
+    A = -sp.csr_matrix((np.r_[np.ones(4), -np.ones(4)], (np.r_[tails, heads], np.r_[np.arange(4), np.arange(4)])),
+                       shape=(4, 4)).toarray()[:-1]
+    X = np.array([[0.0, 0.0, 0.0, 1.0]])
+    absent = np.array([[True, True, False, False]])
+    Z = np.ones((1, 1))
+    # A basis whose tree path from 2 to 3's other end runs through the zone: refused.
+    with pytest.raises(ValueError, match="sample 0: a present column's reduced cost depends on an absent column"):
+        dual_block_problem(A, np.array([[0, 1, 3]]), X, Z, None, absent)
+    # The zone hanging off the tree by one arc: accepted; its arcs' rows and free reduced cost
+    # leave the block (one emptied row is left: a block has at least one).
+    problem = dual_block_problem(A, np.array([[0, 2, 3]]), X, Z, None, absent)
+    assert problem.M.shape[1] == 1 and problem.absent_rows[0].tolist() == [True, False]
+    assert not problem.M[0].any() and problem.row_columns[0].tolist() == [1, 2]
+
+
 def test_network_with_cycles_per_arc_and_shared():
     Z, X, tails, heads, n_nodes, rng = two_way_network()
     F = np.column_stack([np.ones(len(tails)), rng.uniform(0, 1, (len(tails), 2))])

@@ -67,7 +67,7 @@ def _checked_block_shape(A: np.ndarray, X, d: int, threads: int) -> tuple[np.nda
 
 
 def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = None,
-                           solver: str = "auto", threads: int = 1) -> tuple[np.ndarray, np.ndarray, dict]:
+                           solver: str = "auto", threads: int = 1, absent=None) -> tuple[np.ndarray, np.ndarray, dict]:
     """(Theta (n, d), duals y (T, m), info) of MOM without a basis (`mom_dual_problem`).
 
     solver "auto"/"fast": the block interior-point method; with a ball constraint, with
@@ -77,31 +77,38 @@ def solve_dual_formulation(A, basis, X, Z, lam: float, radius: float | None = No
     threads: threads of the block method's Newton steps (same result whatever their number).
     The block method's multipliers give info["flows"] (T, n), a dual certificate
     (`mom_dual_problem.dual_formulation_certificate`); None after Clarabel.
+    absent: (T, n) columns each sample's LP lacks (`mom_dual_problem.dual_block_problem`;
+    block method only).
     """
     if radius is not None or solver == "cvxpy":
+        if absent is not None:
+            raise ValueError("absent columns are solved by the block method only (no ball, solver 'auto')")
         return solve_dual_formulation_clarabel(A, basis, X, Z, lam, radius)
-    return solve_dual_formulation_path(A, basis, X, Z, [lam], threads)[0]
+    return solve_dual_formulation_path(A, basis, X, Z, [lam], threads, absent)[0]
 
 
-def solve_dual_formulation_path(A, basis, X, Z, lams, threads: int = 1) -> list[tuple[np.ndarray, np.ndarray, dict]]:
+def solve_dual_formulation_path(A, basis, X, Z, lams, threads: int = 1,
+                                absent=None) -> list[tuple[np.ndarray, np.ndarray, dict]]:
     """[(Theta, y, info)] for every lam of `lams` (no ball; the block method, within its memory budget).
 
     The block problem is built once; the lams are solved from the largest down, each block
     solve starting from the previous optimum (a primal warm start, `block_hinge_qp(start=...)`).
-    A lam whose block solve fails goes to Clarabel and the next one starts cold.
+    A lam whose block solve fails goes to Clarabel and the next one starts cold (with absent
+    columns it raises: Clarabel's whole problem has no rows to leave out).
     """
     # One BLAS thread throughout: batched small factorizations, which a multi-threaded BLAS on
     # a loaded machine slows down many times over.
     with one_blas_thread():
-        return _solve_path(A, basis, X, Z, lams, threads)
+        return _solve_path(A, basis, X, Z, lams, threads, absent)
 
 
-def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np.ndarray, dict]]:
+def _solve_path(A, basis, X, Z, lams, threads: int, absent=None) -> list[tuple[np.ndarray, np.ndarray, dict]]:
     Z = np.asarray(Z, dtype=float)
     A = np.asarray(A, dtype=float)
     T = Z.shape[0]
     subspace, threads = _checked_block_shape(A, X, Z.shape[1], threads)
-    problem = dual_block_problem(A, basis, X, Z, subspace)
+    problem = dual_block_problem(A, basis, X, Z, subspace, absent)
+    absent_rows = problem.absent_rows
     order = np.argsort(-np.asarray(lams, dtype=float), kind="stable")
     solutions, start = [None] * len(order), None
     for index in order:
@@ -111,6 +118,9 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
             result = _block_solve(problem.M, problem.rows_on_u, problem.Z, lam / problem.sigma**2, 1.0 / T, start,
                                   threads)
         except _BlockStalled as failure:
+            if absent_rows is not None:
+                raise BlockMethodFailed(f"dual-formulation MOM with absent columns, lambda {lam:.3g}: {failure}") \
+                    from failure
             # Free reduced costs that no row bounds from above (a direction of u along which
             # every margin grows) make the barrier problem unbounded and the block method
             # diverge; the conic solver's homogeneous embedding does not mind: the same
@@ -124,7 +134,13 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
             logger.info("dual-formulation MOM, lambda %.3g: the block method's Newton solves lost accuracy near "
                         "the optimum; solved again with accurate solves (%s)", lam, info["block_ipm_retry"])
         start = (W, U)
-        info.update(flows_of(A, X, result.extra["multipliers"], problem.row_columns),
+        multipliers = result.extra["multipliers"]
+        if absent_rows is not None:
+            # An emptied row's hinge is the constant 1 and its multiplier no flow.
+            multipliers = np.where(absent_rows, 0.0, multipliers)
+            if "objective" in info:
+                info["objective"] -= float(absent_rows[:, :problem.M.shape[1]].sum()) / T
+        info.update(flows_of(A, X, multipliers, problem.row_columns),
                     warm_start=bool(index != order[0]), solve_seconds=time.perf_counter() - started,
                     equality_rows=int(support_mask(X).sum()),
                     margin_rows=int(T * problem.M.shape[1] + problem.sample_of_u.size),
@@ -132,6 +148,10 @@ def _solve_path(A, basis, X, Z, lams, threads: int) -> list[tuple[np.ndarray, np
         Theta = problem.theta(W)
         solutions[index] = (Theta, duals_of(A, basis, Z, Theta, problem.basic_reduced_costs(U, basis.shape[1])), info)
     return solutions
+
+
+class BlockMethodFailed(RuntimeError):
+    """The block method failed on a problem that has no whole-problem fallback (absent columns)."""
 
 
 class _BlockStalled(RuntimeError):

@@ -68,6 +68,7 @@ class DualBlockProblem:
     sample_of_u: np.ndarray
     position_of_u: np.ndarray
     slot: np.ndarray  # the u slot of each free reduced cost
+    absent_rows: np.ndarray | None = None  # (T, K + q): rows of columns the sample's LP lacks
 
     def theta(self, W: np.ndarray) -> np.ndarray:
         """Theta (n, d) of the block solution W (on the rescaled features and the subspace)."""
@@ -80,12 +81,39 @@ class DualBlockProblem:
         return r_basic
 
 
-def dual_block_problem(A: np.ndarray, basis, X, Z: np.ndarray, subspace: np.ndarray | None) -> DualBlockProblem:
+def dual_block_problem(A: np.ndarray, basis, X, Z: np.ndarray, subspace: np.ndarray | None,
+                       absent=None) -> DualBlockProblem:
     """The block problem of observed solutions X (T, n), bases containing their supports and
     features Z (T, d); subspace: an orthonormal basis of A's null space (or None), on which
-    every reduced-cost row lies (`mom_problem.constraint_null_space`)."""
+    every reduced-cost row lies (`mom_problem.constraint_null_space`).
+
+    absent: (T, n) bool or None, the columns sample t's LP lacks (x_tj fixed at 0: TNTP zones
+    that a route may not enter). Their rows and free reduced costs leave the blocks (the blocks
+    are as long as the longest sample's present rows; a shorter one's padding rows are emptied,
+    each then reading 0 >= 1 - s: a constant hinge of 1 and a multiplier that is not a flow).
+    Exact when no present column's reduced cost depends on an absent one under the basis
+    (absent basic columns form pendant subtrees on a network); checked here."""
     T, n = Z.shape[0], A.shape[-1]
     M, sample_of_u, position_of_u, extra = free_reduced_costs(A, basis, X)
+    nonbasic = nonbasic_indices(basis, n)
+    absent_rows = None
+    if absent is not None:
+        absent = np.asarray(absent, dtype=bool)
+        absent_nonbasic = np.take_along_axis(absent, nonbasic, axis=1)  # (T, K)
+        for t in np.flatnonzero(absent.any(axis=1)):
+            coupling = np.abs(M[t][~absent_nonbasic[t]][:, absent[t]])
+            if coupling.size and coupling.max() > 1e-12 * max(1.0, float(np.abs(M[t]).max())):
+                raise ValueError(f"sample {t}: a present column's reduced cost depends on an absent column under "
+                                 "the given basis (absent basic columns must not lie between present ones)")
+        # Present rows first, as many as the longest sample has.
+        order = np.argsort(absent_nonbasic, axis=1, kind="stable")[:, :max(1, int((~absent_nonbasic).sum(1).max()))]
+        M = np.take_along_axis(M, order[:, :, None], axis=1)
+        nonbasic = np.take_along_axis(nonbasic, order, axis=1)
+        absent_nonbasic = np.take_along_axis(absent_nonbasic, order, axis=1)
+        M[absent_nonbasic] = 0.0
+        extra = extra & ~np.take_along_axis(absent, basis, axis=1)
+        keep = extra[sample_of_u, position_of_u]
+        sample_of_u, position_of_u = sample_of_u[keep], position_of_u[keep]
     K, q = M.shape[1], max(1, int(extra.sum(axis=1).max()))
     slot = np.cumsum(extra, axis=1)[sample_of_u, position_of_u] - 1  # u of sample t: slots 0..q_t-1
     # Coupled rows of sample t: its K non-basic reduced costs M_t c_t - M_t[:, B - S] u_t; each
@@ -96,11 +124,16 @@ def dual_block_problem(A: np.ndarray, basis, X, Z: np.ndarray, subspace: np.ndar
     sigma = float((np.linalg.norm(M, axis=2) * np.linalg.norm(Z, axis=1)[:, None]).max())
     sigma = sigma if sigma > 0 else 1.0
     # The columns of the rows: K non-basic ones, then the basic columns of the u slots.
-    row_columns = np.concatenate([nonbasic_indices(basis, n), np.full((T, q), -1)], axis=1)
+    row_columns = np.concatenate([nonbasic, np.full((T, q), -1)], axis=1)
     row_columns[sample_of_u, K + slot] = basis[sample_of_u, position_of_u]
+    if absent is not None:
+        absent_rows = np.zeros(row_columns.shape, dtype=bool)
+        real = row_columns >= 0
+        absent_rows[real] = absent[np.nonzero(real)[0], row_columns[real]]
     # M's rows lie in A's null space; Theta = subspace W with W (r, d).
     M = M if subspace is None else M @ subspace
-    return DualBlockProblem(M, rows_on_u, Z / sigma, sigma, subspace, row_columns, sample_of_u, position_of_u, slot)
+    return DualBlockProblem(M, rows_on_u, Z / sigma, sigma, subspace, row_columns, sample_of_u, position_of_u, slot,
+                            absent_rows)
 
 
 def dual_conic_problem(A: np.ndarray, basis, X, Z: np.ndarray, lam: float, radius: float | None = None):

@@ -162,7 +162,7 @@ def solve_hinge_qp_cvxpy(M, Z, lam: float, radius: float | None = None) -> tuple
 
 
 def solve_mom(M, Z, lam: float, radius: float | None = None, solver: str = "auto", tol: float = 1e-8, A=None, *,
-              formulation: str = "basis", basis=None, X=None, threads: int = 1) -> tuple[np.ndarray, dict]:
+              formulation: str = "basis", basis=None, X=None, threads: int = 1, absent=None) -> tuple[np.ndarray, dict]:
     """The MOM coefficient Theta (n, d) and the solve's diagnostics, for features Z (T, d): the
     one entry point of both formulations (`MOM.fit` and the online FTRL re-solves call it).
 
@@ -174,6 +174,7 @@ def solve_mom(M, Z, lam: float, radius: float | None = None, solver: str = "auto
         method on `threads` threads, or Clarabel (solver="cvxpy", or with a ball); the
         diagnostics hold the duals y (T, m) as info["duals"] and the dual flows as info["flows"]
         ((T, n), None after Clarabel). tol does not apply (the block method's own tolerances).
+        absent: (T, n) bool, columns each sample's LP lacks (`mom_dual_problem.dual_block_problem`).
     """
     _check_hyperparameters(lam, radius, tol)
     if solver not in SOLVERS:
@@ -181,10 +182,12 @@ def solve_mom(M, Z, lam: float, radius: float | None = None, solver: str = "auto
     if formulation == "dual":
         if X is None or basis is None or A is None:
             raise ValueError("formulation='dual' needs the constraint matrix A, the observed solutions X and bases")
-        Theta, y, info = solve_dual_formulation(A, basis, X, Z, lam, radius, solver, threads=threads)
+        Theta, y, info = solve_dual_formulation(A, basis, X, Z, lam, radius, solver, threads=threads, absent=absent)
         info["duals"] = y
         info.setdefault("flows", None)
         return Theta, info
+    if absent is not None:
+        raise ValueError("absent columns are a dual-formulation option")
     if formulation != "basis":
         raise ValueError(f"unknown formulation {formulation!r}; choose one of {FORMULATIONS}")
     if solver in ("auto", "fast"):

@@ -15,10 +15,13 @@ these degenerate LPs).
 
 from __future__ import annotations
 
+import logging
 import time
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..solvers import policy
 from ..solvers.network_margin import (NetworkSamples, incidence_matrix, network_margin_certificate, network_samples,
@@ -26,6 +29,8 @@ from ..solvers.network_margin import (NetworkSamples, incidence_matrix, network_
 from ..solvers.policy import DualFormulationTooLarge
 from ..blas_threads import one_blas_thread
 from .base import POSITIVE, CostModel, NotFittedError, StrOptions, check_features, estimator_hyperparameters
+
+logger = logging.getLogger(__name__)
 
 ROUTE_SOLVERS = ("auto", "cvxpy")
 #: A row of the dense method carries flow above this (its interior-point multipliers are never 0).
@@ -66,9 +71,17 @@ class RouteMOM(CostModel):
         Z = check_features(Z)
         data = network_samples(tails, heads, n_nodes, X, Z, arc_features, usable)
         started = time.perf_counter()
-        dense = self.solver == "auto" and policy.route_per_arc_method(_dense_per_arc_fits(data)) == "dense"
-        if dense:
-            Theta, potentials, flows, info = _fit_dense_per_arc(data, self.lam)
+        dense_network = _dense_per_arc_fits(data) if self.solver == "auto" else None
+        fitted, dense_failure = None, None
+        if self.solver == "auto" and policy.route_per_arc_method(dense_network is not None) == "dense":
+            try:
+                fitted = _fit_dense_per_arc(data, self.lam, dense_network)
+            except _DenseDoesNotApply as reason:
+                fitted, dense_failure = None, str(reason)
+                logger.warning("RouteMOM(lam=%g): the dense dual formulation does not apply (%s); fitting by the "
+                               "detour cycles", self.lam, reason)
+        if fitted is not None:
+            Theta, potentials, flows, info = fitted
             certificate = network_margin_certificate(Theta, potentials, flows, data, self.lam)
             rounds = info["iterations"]
         elif self.solver == "auto":
@@ -77,6 +90,8 @@ class RouteMOM(CostModel):
             Theta, potentials, flows = result.solution
             certificate, rounds = result.certificate, result.iterations
             info = dict(result.info(), rounds=rounds, history=result.extra["history"])
+            if dense_failure is not None:
+                info["dense_failure"] = dense_failure
         else:
             Theta, potentials, flows = solve_network_margin_cvxpy(data, self.lam)
             certificate = network_margin_certificate(Theta, potentials, flows, data, self.lam)
@@ -114,56 +129,161 @@ class RouteMOM(CostModel):
 
 
 
-def _standard_form(data: NetworkSamples) -> np.ndarray:
-    """The network's equality rows (nodes but the last, -1 at each arc's tail: the convention
-    of `lp.GridShortestPath`)."""
-    return -incidence_matrix(data.tails, data.heads, data.n_nodes).toarray()[:-1]
+@dataclass(frozen=True)
+class _DenseNetwork:
+    """The network the dense method fits: the user's arcs on `n_nodes` nodes, each TNTP zone
+    split in two (its out-arcs leave one node, its in-arcs enter another: no route can pass
+    through it, whatever the sample), so that every sample's LP has one constraint matrix.
+    absent (T, n): the arcs sample t may not use (None: none); node_of (T, user's nodes): the
+    node of the split network whose potential is the user's node's in sample t, -1 where none
+    (a node no arc touches)."""
+
+    tails: np.ndarray
+    heads: np.ndarray
+    n_nodes: int
+    absent: np.ndarray | None
+    node_of: np.ndarray
+
+    def standard_form(self) -> np.ndarray:
+        """The equality rows (nodes but the last, -1 at each arc's tail: the convention of
+        `lp.GridShortestPath`)."""
+        return -incidence_matrix(self.tails, self.heads, self.n_nodes).toarray()[:-1]
 
 
-def _dense_per_arc_fits(data: NetworkSamples) -> bool:
-    """Whether MOM's dense dual formulation can fit this problem (`policy.route_per_arc_method`):
-    per-arc model, every off-route arc usable by every sample (the dense method has one
-    constraint matrix for all), one connected network, and its memory check passes."""
+def _origins(data: NetworkSamples) -> np.ndarray:
+    balance = np.asarray(incidence_matrix(data.tails, data.heads, data.n_nodes) @ data.routes.T.astype(float)).T
+    return balance.argmax(axis=1)
+
+
+def _dense_network(data: NetworkSamples) -> _DenseNetwork | None:
+    """The network of the dense method, or None when the arcs a sample may not use are not
+    those of TNTP zones (out of a zone but the origin, into a zone but the destination:
+    `networks.usable_arcs`), which one constraint matrix cannot express."""
+    T, N = data.T, data.n_nodes
+    absent = ~(data.rows | data.routes)
+    if not absent.any():
+        return _DenseNetwork(data.tails, data.heads, N, None, np.broadcast_to(np.arange(N), (T, N)))
+    # A zone: a node whose every arc some sample that neither starts nor ends there may not use.
+    origins, destinations = _origins(data), data.destinations
+    touching = abs(incidence_matrix(data.tails, data.heads, N))
+    present_arcs = np.asarray(touching @ (~absent).T.astype(float)).T  # (T, N)
+    has_arcs = np.asarray(touching.sum(axis=1)).ravel() > 0
+    ends = np.zeros((T, N), dtype=bool)
+    ends[np.arange(T), origins] = ends[np.arange(T), destinations] = True
+    candidate = ((present_arcs == 0) & has_arcs[None, :] & ~ends).any(axis=0)
+    # A thoroughfare node reached only through zones looks like one; the zones explain it.
+    reached_only_from_candidates = np.asarray((touching @ touching.T) @ ~candidate).ravel() == 0
+    for zone in (candidate, candidate & ~reached_only_from_candidates):
+        expected = ((zone[data.tails][None, :] & (data.tails[None, :] != origins[:, None]))
+                    | (zone[data.heads][None, :] & (data.heads[None, :] != destinations[:, None])))
+        if np.array_equal(absent, expected):
+            break
+    else:
+        return None
+    # Split node ids: v (a thoroughfare, or a zone's out side) and N + v (a zone's in side),
+    # then numbered in order among those some arc touches.
+    heads = np.where(zone[data.heads], N + data.heads, data.heads)
+    used = np.unique(np.r_[data.tails, heads])
+    number = np.full(2 * N, -1, dtype=np.int64)
+    number[used] = np.arange(used.size)
+    node_of = np.broadcast_to(number[:N], (T, N)).copy()
+    # A zone's potential is its out side's where it is the origin, else its in side's.
+    zones = np.flatnonzero(zone)
+    node_of[:, zones] = np.where(zones[None, :] == origins[:, None], number[zones][None, :],
+                                 number[N + zones][None, :])
+    return _DenseNetwork(number[data.tails], number[heads], int(used.size), absent, node_of)
+
+
+def _tree_bases(network: _DenseNetwork, data: NetworkSamples) -> np.ndarray | None:
+    """(T, nodes - 1) sorted arcs of a spanning tree per sample that holds its route and spans
+    the nodes of its usable arcs with usable arcs alone (absent arcs only hang off it, so no
+    usable arc's reduced cost depends on them: `mom_dual_problem.dual_block_problem`'s
+    condition); None when some sample's usable arcs do not connect their nodes."""
     import scipy.sparse.csgraph as csgraph
 
-    if data.F is not None or not np.array_equal(data.rows, ~data.routes):
-        return False
+    n, V = data.n, network.n_nodes
+    low, high = np.minimum(network.tails, network.heads), np.maximum(network.tails, network.heads)
+    pair = low * V + high
+    bases = np.empty((data.T, V - 1), dtype=np.int64)
+    for t in range(data.T):
+        weight = np.where(data.routes[t], 1.0, np.where(network.absent[t], 3.0, 2.0))
+        order = np.lexsort((np.arange(n), weight, pair))
+        first = order[np.r_[True, pair[order][1:] != pair[order][:-1]]]  # the lightest arc of each pair
+        graph = sp.csr_matrix((weight[first], (low[first], high[first])), shape=(V, V))
+        tree = csgraph.minimum_spanning_tree(graph).tocoo()
+        arc_of_pair = dict(zip(pair[first].tolist(), first.tolist()))
+        arcs = np.sort([arc_of_pair[int(i) * V + int(j)] for i, j in zip(tree.row, tree.col)])
+        usable = ~network.absent[t]
+        live = np.unique(np.r_[network.tails[usable], network.heads[usable]])
+        if arcs.size != V - 1 or usable[arcs].sum() != live.size - 1:
+            return None
+        bases[t] = arcs
+    return bases
+
+
+def _dense_per_arc_fits(data: NetworkSamples) -> _DenseNetwork | None:
+    """The network MOM's dense dual formulation fits (`policy.route_per_arc_method`), or None:
+    per-arc model, the arcs a sample may not use those of TNTP zones (`_dense_network`), one
+    connected network, and its memory check passes."""
+    import scipy.sparse.csgraph as csgraph
+
+    if data.F is not None:
+        return None
+    network = _dense_network(data)
+    if network is None:
+        return None
     from .mom_dual import check_dual_formulation_fits
 
-    incidence = incidence_matrix(data.tails, data.heads, data.n_nodes)
+    incidence = incidence_matrix(network.tails, network.heads, network.n_nodes)
     # Nodes joined by an arc (nodes x nodes): a node no arc touches is a component of its own.
     components, _ = csgraph.connected_components(incidence @ incidence.T, directed=False)
     if components != 1:
-        return False
+        return None
     try:
-        check_dual_formulation_fits(_standard_form(data), data.routes.astype(float), data.d, 1)
+        check_dual_formulation_fits(network.standard_form(), data.routes.astype(float), data.d, 1)
     except DualFormulationTooLarge:
-        return False
-    return True
+        return None
+    return network
 
 
-def _fit_dense_per_arc(data: NetworkSamples, lam: float):
+def _fit_dense_per_arc(data: NetworkSamples, lam: float, network: _DenseNetwork):
     """(Theta (n, d), potentials (T, nodes), row flows (T, n) in [0, 1], info) of the per-arc
     model by MOM's dense dual formulation (`methods.mom_dual`'s block interior-point method)
-    on the network's standard form: duals y are the potentials negated (0 at the dropped last
+    on the standard form of `network`: duals y are the potentials negated (0 at the dropped last
     node), its flows (divided by T there) the row flows."""
+    from . import mom_dual
     from .base import resolve_lp
     from .mom_solve import solve_mom
 
-    A = _standard_form(data)
+    A = network.standard_form()
     X = data.routes.astype(float)
-    problem = resolve_lp(A, X @ A.T, None)
-    Theta, info = solve_mom(None, data.Z, lam, None, "auto", A=A, formulation="dual",
-                            basis=problem.basis_from_solution(X), X=X, threads=1)
+    if network.absent is None:
+        basis = resolve_lp(A, X @ A.T, None).basis_from_solution(X)
+    else:
+        basis = _tree_bases(network, data)
+        if basis is None:
+            raise _DenseDoesNotApply("some sample's usable arcs do not connect their nodes")
+    try:
+        Theta, info = solve_mom(None, data.Z, lam, None, "auto", A=A, formulation="dual", basis=basis, X=X,
+                                threads=1, absent=network.absent)
+    except mom_dual.BlockMethodFailed as failure:
+        # With absent columns there is no whole-problem fallback of the dense method's own.
+        raise _DenseDoesNotApply(str(failure)) from failure
     y, flows = info.pop("duals"), info.pop("flows")
     if flows is None:
         raise RuntimeError("the dense dual formulation returned no flows to certify its fit")
-    potentials = np.zeros((data.T, data.n_nodes))
-    potentials[:, :-1] = -y
+    split = np.zeros((data.T, network.n_nodes))
+    split[:, :-1] = -y
+    rows = np.arange(data.T)[:, None]
+    potentials = np.where(network.node_of >= 0, split[rows, np.maximum(network.node_of, 0)], 0.0)
     row_flows = np.where(data.rows, np.clip(flows * data.T, 0.0, 1.0), 0.0)
     info = dict(info, solver="dense_dual_formulation", iterations=int(info.get("iterations", 1)),
-                working_rows=int((row_flows > FLOW_CARRIED).sum()))
+                working_rows=int((row_flows > FLOW_CARRIED).sum()), zones_split=network.absent is not None)
     return Theta, potentials, row_flows, info
+
+
+class _DenseDoesNotApply(RuntimeError):
+    """The dense dual formulation cannot take this problem (found while building it)."""
 
 
 def solve_network_margin_cvxpy(data: NetworkSamples, lam: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -106,11 +106,22 @@ def incidence(network: Network) -> sp.csr_matrix:
 
 
 def usable_arcs(network: Network, origins, destinations=None) -> np.ndarray:
-    """(T, n) bool: the arcs sample t may use. An arc out of a zone (index below
-    first_thru_node) is usable only when that zone is the sample's origin: routes pass
-    through thoroughfare nodes only. (Arcs into a zone need no rule: a route that enters a
-    zone other than its destination cannot leave it.) `destinations` is accepted for
-    symmetry with the route oracle and not needed."""
+    """(T, n) bool: the arcs sample t may use. Routes pass through thoroughfare nodes only: an
+    arc out of a zone (index below first_thru_node) is usable only when that zone is the
+    sample's origin, and an arc into a zone only when that zone is its destination (without
+    `destinations`: into any zone but the origin, as a one-to-all search from the origin
+    needs). With nonnegative costs the shortest routes are the same as over every arc into a
+    zone (a route never returns to its origin nor ends in another zone); MOM's margins are not:
+    rows on arcs back into the origin would ask the costs of cycles through the origin's
+    connectors for a margin that no observed route tells anything about
+    (docs/decisions/033-zone-arcs.md)."""
     origins = np.asarray(origins, dtype=np.int64)
-    through = network.tails >= network.first_thru_node
-    return through[None, :] | (network.tails[None, :] == origins[:, None])
+    zone_tail = network.tails < network.first_thru_node
+    zone_head = network.heads < network.first_thru_node
+    out_ok = ~zone_tail[None, :] | (network.tails[None, :] == origins[:, None])
+    if destinations is None:
+        in_ok = ~zone_head[None, :] | (network.heads[None, :] != origins[:, None])
+    else:
+        destinations = np.asarray(destinations, dtype=np.int64)
+        in_ok = ~zone_head[None, :] | (network.heads[None, :] == destinations[:, None])
+    return out_ok & in_ok

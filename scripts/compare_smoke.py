@@ -5,7 +5,8 @@ Checks out each revision into a temporary git worktree, runs `kedro run --env=sm
 source, and compares every evaluation table, trial summary and hyperparameter table exactly,
 leaving out the columns that hold wall-clock times. Exits 1 when anything differs.
 
-Run:  .venv/bin/python scripts/compare_smoke.py --base <rev> [--head HEAD]
+Run:  make compare-smoke BASE=<rev> [HEAD_REV=<rev>]
+  or  .venv/bin/python scripts/compare_smoke.py --base <rev> [--head HEAD]   (docs/guide.md)
 """
 
 from __future__ import annotations

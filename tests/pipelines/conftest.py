@@ -4,7 +4,10 @@ from pathlib import Path
 
 import pytest
 from kedro.config import OmegaConfigLoader
-from kedro_runs import empty_tracking_store_in, make_project_copy, parameters_read_once_per_content
+from kedro.framework.session import KedroSession
+from kedro.framework.startup import bootstrap_project
+from kedro.runner import SequentialRunner
+from kedro_runs import continue_project, empty_tracking_store_in, make_project_copy, parameters_read_once_per_content
 
 from mom_pipeline.settings import CONFIG_LOADER_ARGS, ProjectConfigLoader
 from mom_pipeline.tracking import TRACKING_SWITCH
@@ -68,3 +71,20 @@ def empty_tracking_store(tmp_path_factory) -> Path:
 def project_copy(tmp_path, empty_tracking_store):
     """A copy of the project's conf and pyproject in tmp_path so runs write nothing here."""
     return make_project_copy(tmp_path, empty_tracking_store)
+
+
+@pytest.fixture(scope="session")
+def _fig1_run(tmp_path_factory, empty_tracking_store):
+    """Figure 1's smoke run (`shortest_path`, namespace fig1), made once per test process: the
+    state several tests start from, each of which began with this same run of its own."""
+    project = make_project_copy(tmp_path_factory.mktemp("fig1_run"), empty_tracking_store)
+    bootstrap_project(project)
+    with KedroSession.create(project_path=project, env="smoke") as session:
+        session.run(pipeline_names=["shortest_path"], namespaces=["fig1"], runner=SequentialRunner())
+    return project
+
+
+@pytest.fixture()
+def fig1_project(project_copy, _fig1_run, empty_tracking_store):
+    """A project copy after one smoke run of figure 1, as if that run had been made in it."""
+    return continue_project(_fig1_run, project_copy, empty_tracking_store)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 from kedro.framework.session import KedroSession
 from kedro.framework.startup import bootstrap_project
-from kedro.runner import ParallelRunner, SequentialRunner
+from kedro.runner import ParallelRunner
 
 KEDRO = str(Path(sys.executable).parent / "kedro")
 ENV = {**os.environ, "KEDRO_DISABLE_TELEMETRY": "true", "MOM_PROGRESS": "0"}
@@ -83,22 +83,21 @@ def test_sigkill_then_resume(project_copy, caplog):
     pd.testing.assert_frame_equal(resumed_table, fresh_table)
 
 
-def test_parallel_runner_equals_sequential_runner(project_copy):
-    bootstrap_project(project_copy)
-    tables = []
-    for runner in (SequentialRunner(), ParallelRunner(max_workers=2)):
-        with KedroSession.create(project_path=project_copy, env="smoke") as session:
-            session.run(pipeline_names=["shortest_path"], namespaces=["fig1"], runner=runner)
-        tables.append(_evaluation(project_copy))
-    pd.testing.assert_frame_equal(tables[0], tables[1])
+def test_parallel_runner_equals_sequential_runner(fig1_project):
+    """fig1_project: after a run by the SequentialRunner."""
+    sequential = _evaluation(fig1_project)
+    bootstrap_project(fig1_project)
+    with KedroSession.create(project_path=fig1_project, env="smoke") as session:
+        session.run(pipeline_names=["shortest_path"], namespaces=["fig1"], runner=ParallelRunner(max_workers=2))
+    pd.testing.assert_frame_equal(sequential, _evaluation(fig1_project))
 
 
-def test_dask_backend_equals_sequential_evaluation(project_copy):
+def test_dask_backend_equals_sequential_evaluation(fig1_project):
+    """fig1_project: after a run by the smoke environment's sequential backend."""
     distributed = __import__("pytest").importorskip("distributed")
-    bootstrap_project(project_copy)
-    with KedroSession.create(project_path=project_copy, env="smoke") as session:
-        session.run(pipeline_names=["shortest_path"], namespaces=["fig1"])
+    project_copy = fig1_project
     sequential = _evaluation(project_copy)
+    bootstrap_project(project_copy)
     with distributed.LocalCluster(host="127.0.0.1", n_workers=2, threads_per_worker=1,
                                   dashboard_address=None) as cluster:
         runtime = {"compute": {"backend": "dask", "n_jobs": 2, "dask_address": cluster.scheduler_address}}

@@ -39,9 +39,9 @@ def test_mixed_dataset_versions_stop_the_run(project_copy):
     assert not (project_copy / "data" / "07_model_output").exists()
 
 
-def test_models_survive_a_failed_run_and_corrupt_files_are_recomputed(project_copy, monkeypatch, caplog):
+def test_models_survive_a_failed_run_and_corrupt_files_are_recomputed(fig1_project, monkeypatch, caplog):
     """Items 5, 6, 7 and 10: one file per trial, kept by a failed run, resumed in smoke runs."""
-    _run(project_copy)
+    project_copy = fig1_project  # after one run of figure 1
     first = _trial_files(project_copy)
     assert len(first) == 4  # 2 settings x 2 trials, one file each: no second copy anywhere
     assert sorted(p.name for p in (project_copy / "data" / "06_models").rglob("*.pkl")) == sorted(first)
@@ -104,8 +104,8 @@ def test_a_relative_method_index_outside_a_path_entry_is_refused(tmp_path):
     assert dataset._describe()["method_index"] == str(tmp_path / "index")
 
 
-def test_resume_false_trains_again(project_copy, caplog):
-    _run(project_copy)
+def test_resume_false_trains_again(fig1_project, caplog):
+    project_copy = fig1_project  # after one run of figure 1
     first = _trial_files(project_copy)
     with caplog.at_level(logging.INFO):
         _run(project_copy, {"storage": {"resume": False}})

@@ -184,11 +184,17 @@ def test_kedro_viz_renders_in_a_browser(smoke_run, viz_build):
         page.get_by_text("median rel. loss").first.wait_for(timeout=60_000)
 
 
-def test_session_params_override(project_copy):
+def test_session_params_override(project_copy, monkeypatch):
+    """A session's runtime parameters reach its nodes, and its namespace selection holds: figure
+    2's data stage, run alone (what the assertions read), untracked (the module's tracked run is
+    smoke_run's)."""
+    from mom_pipeline.tracking import TRACKING_SWITCH
+
+    monkeypatch.setenv(TRACKING_SWITCH, "off")
     bootstrap_project(project_copy)
     with KedroSession.create(project_path=project_copy, env="smoke",
                              runtime_params={"fig2": {"experiment": {"trials": 3}}}) as session:
-        session.run(pipeline_names=["shortest_path"], namespaces=["fig2"])
+        session.run(pipeline_names=["shortest_path"], namespaces=["fig2"], to_nodes=["fig2.summarize_data"])
     table = pd.read_parquet(_latest(project_copy / "data" / "03_primary" / "fig2" / "data_summary.parquet"))
     assert sorted(table["trial"]) == [0, 1, 2]
     assert not (project_copy / "data" / "03_primary" / "fig1").exists()

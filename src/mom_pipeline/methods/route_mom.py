@@ -150,11 +150,6 @@ class _DenseNetwork:
         return -incidence_matrix(self.tails, self.heads, self.n_nodes).toarray()[:-1]
 
 
-def _origins(data: NetworkSamples) -> np.ndarray:
-    balance = np.asarray(incidence_matrix(data.tails, data.heads, data.n_nodes) @ data.routes.T.astype(float)).T
-    return balance.argmax(axis=1)
-
-
 def _dense_network(data: NetworkSamples) -> _DenseNetwork | None:
     """The network of the dense method, or None when the arcs a sample may not use are not
     those of TNTP zones (out of a zone but the origin, into a zone but the destination:
@@ -164,7 +159,7 @@ def _dense_network(data: NetworkSamples) -> _DenseNetwork | None:
     if not absent.any():
         return _DenseNetwork(data.tails, data.heads, N, None, np.broadcast_to(np.arange(N), (T, N)))
     # A zone: a node whose every arc some sample that neither starts nor ends there may not use.
-    origins, destinations = _origins(data), data.destinations
+    origins, destinations = data.origins, data.destinations
     touching = abs(incidence_matrix(data.tails, data.heads, N))
     present_arcs = np.asarray(touching @ (~absent).T.astype(float)).T  # (T, N)
     has_arcs = np.asarray(touching.sum(axis=1)).ravel() > 0

@@ -109,7 +109,7 @@ def pilot_working_set(data: NetworkSamples, lam: float, orders: list[np.ndarray]
 def data_subset(data: NetworkSamples, samples: np.ndarray) -> NetworkSamples:
     """The same network with only the given samples."""
     return dataclasses.replace(data, routes=data.routes[samples], rows=data.rows[samples], Z=data.Z[samples],
-                               destinations=data.destinations[samples])
+                               destinations=data.destinations[samples], origins=data.origins[samples])
 
 
 def initial_working_set(data: NetworkSamples) -> np.ndarray:

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 class NetworkSamples:
     """Observed routes on one network: arc tails/heads (0-based), routes (T, n) bool, the rows
     (T, n) bool (usable arcs off the route, each with a margin constraint), features Z (T, d),
-    arc features F (n, q) or None (per-arc model), and each route's destination (T,)."""
+    arc features F (n, q) or None (per-arc model), and each route's destination and origin (T,)."""
 
     tails: np.ndarray
     heads: np.ndarray
@@ -26,6 +26,7 @@ class NetworkSamples:
     Z: np.ndarray
     F: np.ndarray | None
     destinations: np.ndarray
+    origins: np.ndarray
 
     @property
     def T(self) -> int:
@@ -79,7 +80,7 @@ def network_samples(tails, heads, n_nodes: int, routes, Z, F=None, usable=None) 
         F = np.asarray(F, dtype=float)
         if F.ndim != 2 or F.shape[0] != tails.size or not np.isfinite(F).all():
             raise ValueError(f"arc features must be a finite ({tails.size}, q) array; got {F.shape}")
-    return NetworkSamples(tails, heads, int(n_nodes), routes, usable & ~routes, Z, F, destinations)
+    return NetworkSamples(tails, heads, int(n_nodes), routes, usable & ~routes, Z, F, destinations, origins)
 
 
 def incidence_matrix(tails, heads, n_nodes: int) -> sp.csr_matrix:

@@ -2,7 +2,7 @@
 
 `block_hinge_qp(factorization="qr")` (every block by the complete QR of D^1/2 [N_t; I]) against
 `factorization="normal"` (the normal matrices by a batched Cholesky factorization, each block
-checked and the inaccurate ones by the QR: `block_hinge_ipm._factor_normal`), on the dual
+checked and the inaccurate ones by the QR: `block_factors.factor_normal`), on the dual
 formulation's blocks of grid shortest paths (the paper's 5 x 5 grid with its 6 features at
 T = 1,000, then larger grids with 8), one lambda. The 5 x 5 rows also time the basis formulation
 (`MOM()` with the LP solver's bases), the reference of issue 50's target "x*-only fit <= 3x the

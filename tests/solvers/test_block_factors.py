@@ -1,16 +1,17 @@
-"""The block interior-point method's two block factorizations (`block_hinge_ipm._factor_qr` and
-`_factor_normal`): the same matrices, the checked fallback to the QR, the same optimum, and the
+"""The block interior-point method's two block factorizations (`block_factors.factor_qr` and
+`factor_normal`): the same matrices, the checked fallback to the QR, the same optimum, and the
 policy's choice between them (against Clarabel: tests/methods/test_block_ipm.py)."""
 
 import numpy as np
 import pytest
 
-import mom_pipeline.solvers.block_hinge_ipm as block_ipm
+import mom_pipeline.solvers.block_factors as block_factors
 from mom_pipeline.methods.mom import MOM
 from mom_pipeline.methods.mom_dual_problem import dual_formulation_certificate
 from mom_pipeline.problems import generate_knapsack, generate_shortest_path
 from mom_pipeline.solvers import policy
-from mom_pipeline.solvers.block_hinge_ipm import NORMAL_MAX_LOSS, _factor_normal, _factor_qr, block_hinge_qp
+from mom_pipeline.solvers.block_factors import NORMAL_MAX_LOSS, factor_normal, factor_qr
+from mom_pipeline.solvers.block_hinge_ipm import block_hinge_qp
 
 
 def _blocks(seed: int, T: int = 40, K: int = 6, q: int = 4, n: int = 5):
@@ -27,10 +28,10 @@ def test_normal_factors_equal_the_qr_factors_on_moderate_weights(monkeypatch):
     M, N, rng = _blocks(0)
     e = np.exp(rng.normal(scale=2.0, size=(M.shape[0], M.shape[1] + N.shape[2])))
     calls = []
-    monkeypatch.setattr(block_ipm, "_factor_qr", lambda *args: calls.append(args) or _factor_qr(*args))
-    normal = _factor_normal(M, N, e)
+    monkeypatch.setattr(block_factors, "factor_qr", lambda *args: calls.append(args) or factor_qr(*args))
+    normal = factor_normal(M, N, e)
     assert not calls  # no block needed the QR
-    for ours, reference in zip(_sign_free(*normal), _sign_free(*_factor_qr(M, N, e))):
+    for ours, reference in zip(_sign_free(*normal), _sign_free(*factor_qr(M, N, e))):
         scale = np.abs(reference).max(axis=(1, 2), keepdims=True)
         assert np.abs(ours - reference).max() <= 1e-12 * scale.max()
         assert (np.abs(ours - reference) <= 1e-12 * scale).all()
@@ -46,12 +47,12 @@ def test_blocks_that_lose_accuracy_are_factored_by_the_qr(monkeypatch):
     wide = np.arange(T) % 2 == 0
     e[wide] = 10.0 ** rng.uniform(-15, 15, size=(wide.sum(), K + q))
     redone = []
-    monkeypatch.setattr(block_ipm, "_factor_qr", lambda M_, N_, e_: redone.append(e_) or _factor_qr(M_, N_, e_))
-    normal = _factor_normal(M, N, e)
+    monkeypatch.setattr(block_factors, "factor_qr", lambda M_, N_, e_: redone.append(e_) or factor_qr(M_, N_, e_))
+    normal = factor_normal(M, N, e)
     assert len(redone) == 1
     flagged = np.array([np.flatnonzero((e == row).all(axis=1))[0] for row in redone[0]])
     assert 0 < flagged.size < wide.sum() + 1 and wide[flagged].all()  # only wide blocks, not all of them
-    qr = _factor_qr(M, N, e)
+    qr = factor_qr(M, N, e)
     for ours, reference in zip(normal, qr):
         assert np.array_equal(ours[flagged], reference[flagged])
     kept = np.setdiff1d(np.arange(T), flagged)
@@ -69,9 +70,9 @@ def test_a_block_whose_normal_matrix_is_singular_is_factored_by_the_qr():
     N[3, :, 1] = N[3, :, 0]
     e = np.exp(rng.normal(size=(8, K + N.shape[2])))
     e[3, K:] = 1e300
-    G, R_inverse, QtB = _factor_normal(M, N, e)
+    G, R_inverse, QtB = factor_normal(M, N, e)
     assert np.isfinite(G).all() and np.isfinite(R_inverse).all() and np.isfinite(QtB).all()
-    for ours, theirs in zip((G, R_inverse, QtB), _factor_qr(M[3:4], N[3:4], e[3:4])):
+    for ours, theirs in zip((G, R_inverse, QtB), factor_qr(M[3:4], N[3:4], e[3:4])):
         assert np.array_equal(ours[3], theirs[0])
 
 
@@ -82,7 +83,7 @@ def test_the_batched_cholesky_marks_the_matrices_that_fail():
     P[2] = -np.eye(4)  # not positive definite: numpy's batched factorization raises for all six
     with pytest.raises(np.linalg.LinAlgError):
         np.linalg.cholesky(P)
-    L, good = block_ipm._batched_cholesky(P)
+    L, good = block_factors.batched_cholesky(P)
     assert good.tolist() == [True, True, False, True, True, True]
     assert np.allclose(L[good], np.linalg.cholesky(P[good]), rtol=1e-14, atol=0)
     assert np.array_equal(L[2], np.eye(4))
@@ -120,8 +121,8 @@ def test_the_policy_picks_the_normal_factors_for_small_blocks_only(monkeypatch):
     assert policy.block_factorization(limit - 10, 10, 5) == "normal"
     assert policy.block_factorization(limit - 9, 10, 5) == "qr"
     used = []
-    monkeypatch.setattr(block_ipm, "_factor_normal", lambda *args: used.append("normal") or _factor_normal(*args))
-    monkeypatch.setattr(block_ipm, "_factor_qr", lambda *args: used.append("qr") or _factor_qr(*args))
+    monkeypatch.setattr(block_factors, "factor_normal", lambda *args: used.append("normal") or factor_normal(*args))
+    monkeypatch.setattr(block_factors, "factor_qr", lambda *args: used.append("qr") or factor_qr(*args))
     M, N, rng = _blocks(4, T=20, K=4, q=3, n=5)
     Z = rng.normal(size=(20, 2))
     block_hinge_qp(M, N, Z, 1e-2, 1.0 / 20)

@@ -355,7 +355,7 @@ def network_restricted_method(n_coefficients: int, per_arc: bool = False) -> Lit
 
 # Block interior-point method: blocks of at most this many rows (K + q) are factored by their
 # normal matrices, each block checked and the inaccurate ones factored by the QR
-# (`block_hinge_ipm._factor_normal`); larger blocks by the QR alone. Measured in
+# (`block_factors.factor_normal`); larger blocks by the QR alone. Measured in
 # docs/decisions/032-normal-block-factors.md.
 NORMAL_FACTOR_MAX_ROWS = 200
 

@@ -21,7 +21,8 @@ does not fit (record 031);
 the shortest under the fitted costs; TNTP networks and cities); ":tuned" fits at the lambda
 that `route_validation_curve` picks from observed routes alone (4 folds on the first
 TUNING_SAMPLES observations, lambdas TUNING_LAMBDAS), as the `inverse_routes` pipeline does,
-instead of LAM (TNTP networks and cities).
+instead of LAM (TNTP networks and cities); ":lam<value>" (e.g. ":lam1e-4") fits as ":tuned" does,
+at that lambda, without choosing it.
 Printed per case: seconds (wall, and CPU of the process: the other jobs on a shared machine
 do not enter it), rounds, working rows per sample, the certified relative gap, the
 peak memory, and with ":dense" the dense method's seconds and objective (and the ratio).
@@ -133,10 +134,13 @@ def run_case(case: str) -> dict:
     inputs = (_grid_case(int(network[4:]), T, model, rng) if network.startswith("grid")
               else _tntp_case(network, T, model, HELD_OUT if "heldout" in flags else 0))
     lam, tuning = LAM, {}
+    fixed = [float(flag[3:]) for flag in flags if flag.startswith("lam")]
     if "tuned" in flags:
         lam, tuning = _tuned_lambda(inputs, model)
+    elif fixed:
+        lam = fixed[0]
     started, cpu_started = time.perf_counter(), time.process_time()
-    if "tuned" in flags:  # the pipeline's fit: standardized inputs, the lambda chosen on them
+    if "tuned" in flags or fixed:  # the pipeline's fit: standardized inputs at the chosen or given lambda
         from mom_pipeline.networks.fitting import fit_route_model
 
         route_model = fit_route_model(inputs["problem"], lam, cost_model=model, arc_features=_ARC_FEATURES[model])

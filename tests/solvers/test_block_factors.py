@@ -93,13 +93,17 @@ def test_the_batched_cholesky_marks_the_matrices_that_fail():
 @pytest.mark.parametrize("lam", [1e-6, 1e-2, 1e2])
 def test_dual_formulation_fits_are_the_same_with_either_factorization(monkeypatch, name, lam):
     """MOM(formulation="dual") with every block by the QR and every block by the normal
-    matrices: the same optimum (1e-9), the same Newton steps, each fit certified by its flows."""
+    matrices: the same optimum, the same Newton steps, each fit certified by its flows. The
+    objectives are compared through the certificates: each lies between the optimum and its own
+    gap above it, so each is at least the other's lower bound. (At lam = 1e-6 on the knapsack the
+    normal path can end at its breakdown tolerance, a gap of 3e-8 relative, depending on the BLAS:
+    a fixed 1e-9 between the objectives asked more than either solve promises.)"""
     if name == "shortest_path":
         trial = generate_shortest_path(120, 0, degree=4, eps_bar=0.5, seed=3)
     else:
         trial = generate_knapsack(60, 0, degree=2, eps_bar=0.5, eta_bar=1.0, seed=3)
     X = trial.lp.solve(trial.train.C).x
-    fits = {}
+    fits, bounds = {}, {}
     for factorization, threshold in (("qr", 0), ("normal", 10**9)):
         monkeypatch.setattr(policy, "NORMAL_FACTOR_MAX_ROWS", threshold)
         fits[factorization] = model = MOM(lam=lam, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
@@ -107,7 +111,12 @@ def test_dual_formulation_fits_are_the_same_with_either_factorization(monkeypatc
         certificate = dual_formulation_certificate(model.coef_, model.dual_, model.flows_, trial.lp.A, X,
                                                    trial.train.Z, lam)
         assert -1e-8 <= certificate["relative_gap"] <= 1e-6
-    assert fits["normal"].objective_ == pytest.approx(fits["qr"].objective_, rel=1e-9)
+        assert model.solver_info_["status"] in ("optimal", "optimal_at_breakdown")
+        bounds[factorization] = certificate["lower_bound"]
+    round_off = 1e-12 * abs(fits["qr"].objective_)
+    assert fits["normal"].objective_ >= bounds["qr"] - round_off
+    assert fits["qr"].objective_ >= bounds["normal"] - round_off
+    assert fits["normal"].objective_ == pytest.approx(fits["qr"].objective_, rel=1e-7)  # the breakdown gap
     assert abs(fits["normal"].n_iter_ - fits["qr"].n_iter_) <= 2
     again = MOM(lam=lam, formulation="dual").fit(trial.train.Z, X, lp=trial.lp)
     assert np.array_equal(again.coef_, fits["normal"].coef_)  # deterministic

@@ -51,7 +51,7 @@ HELD_OUT = 1000
 LAM = 1e-2
 #: ":tuned": the observations and lambdas of the cost-free choice of lambda.
 TUNING_SAMPLES = 1000
-TUNING_LAMBDAS = (1e-4, 1e-3, 1e-2, 1e-1)
+TUNING_LAMBDAS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
 _ARC_FEATURES = {"shared": ("free_flow_time", "baseline_delay"), "per_arc": ()}
 
 

@@ -4,7 +4,8 @@ units (standardized inside the fit), and errors that name the feature or observa
 import numpy as np
 import pytest
 
-from mom_pipeline.methods.cost_free_tuning import fit_standardized, kfold_indices, reproduced, validation_curve
+from mom_pipeline.methods.cost_free_tuning import (chosen_at_grid_edge, fit_standardized, kfold_indices, reproduced,
+                                                   validation_curve)
 from mom_pipeline.methods.feature_scaling import FeatureScaleError, FeatureStandardizer
 from mom_pipeline.methods.mom import MOM
 from mom_pipeline.problems import generate_shortest_path
@@ -174,3 +175,27 @@ def test_a_solver_failure_names_the_feature_and_observation():
     names = [f"f{j}" for j in range(Z.shape[1])]
     with pytest.raises(RuntimeError, match="feature 'f2' of observation 'obs-13'"):
         fit_standardized(_FailingModel(lam=1e-2), Z, X, trial.lp, feature_names=names, ids=ids)
+
+
+def _curve(lambdas, shares, chosen):
+    import pandas as pd
+
+    return pd.DataFrame({"lam": lambdas, "reproduced_share": shares, "chosen": [lam == chosen for lam in lambdas]})
+
+
+def test_a_share_still_rising_at_the_grids_end_is_reported():
+    """Rising at the smallest lambda (as on noise-free routes) or at the largest: the message names
+    the side and the parameter list; the grid's order does not matter."""
+    small = chosen_at_grid_edge(_curve([1e-2, 1e-4, 1e-3], [0.90, 0.97, 0.95], 1e-4), "inverse_routes.tuning.lambdas")
+    assert "smallest of inverse_routes.tuning.lambdas" in small and "97.0%" in small and "a smaller lambda" in small
+    large = chosen_at_grid_edge(_curve([1e-4, 1e-3, 1e-2], [0.5, 0.6, 0.7], 1e-2), "inverse.tuning.lambdas")
+    assert "largest" in large and "a larger lambda" in large
+
+
+@pytest.mark.parametrize("lambdas, shares, chosen", [
+    ([1e-4, 1e-3, 1e-2], [0.95, 0.97, 0.96], 1e-3),  # inside the grid
+    ([1e-4, 1e-3, 1e-2], [0.97, 0.97, 0.90], 1e-4),  # at the edge, but level with its neighbour
+    ([1e-3], [0.9], 1e-3),  # a single (fixed) lambda
+])
+def test_a_choice_inside_the_grid_or_level_at_its_end_is_not_reported(lambdas, shares, chosen):
+    assert chosen_at_grid_edge(_curve(lambdas, shares, chosen), "inverse.tuning.lambdas") is None

@@ -176,3 +176,25 @@ def validation_curve(model_params: dict, Z, X, lp: StandardFormLP, lambdas: Sequ
         ["reproduced_share", "heldout_hinge", "order"], ascending=[False, True, True]).index[0]
     curve["chosen"] = curve.index == best
     return curve
+
+
+def chosen_at_grid_edge(curve: pd.DataFrame, parameter: str) -> str | None:
+    """Why the grid may be too narrow, or None: the chosen lambda is the grid's smallest or
+    largest and reproduces strictly more held-out decisions than its neighbour, so the share
+    was still rising where the grid stops (on noise-free data the smallest lambda often is).
+    `parameter` names the list to extend in the message."""
+    if len(curve) < 2:
+        return None
+    ordered = curve.sort_values("lam").reset_index(drop=True)
+    at = int(np.flatnonzero(ordered["chosen"].to_numpy())[0])
+    if at not in (0, len(ordered) - 1):
+        return None
+    neighbour = 1 if at == 0 else at - 1
+    share, next_share = ordered.loc[at, "reproduced_share"], ordered.loc[neighbour, "reproduced_share"]
+    if share <= next_share:
+        return None
+    side = "smallest" if at == 0 else "largest"
+    return (f"the chosen lambda {ordered.loc[at, 'lam']:.3g} is the {side} of {parameter} and reproduces "
+            f"{100 * share:.1f}% of the held-out decisions against {100 * next_share:.1f}% at "
+            f"{ordered.loc[neighbour, 'lam']:.3g}: a {side.replace('est', 'er')} lambda may do better; extend {parameter}")
+

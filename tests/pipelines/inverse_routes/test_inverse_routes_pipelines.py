@@ -107,7 +107,7 @@ def test_a_missing_arc_attribute_stops_before_tuning(project_copy):
 
 
 def test_parameters_validate():
-    assert InverseRoutesParams().lambdas == [1e-4, 1e-3, 1e-2, 1e-1, 1.0]
+    assert InverseRoutesParams().lambdas == [1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0]
     assert InverseRoutesParams(model={"lam": 0.5}).lambdas == [0.5]
     for bad in ({"model": {"cost_model": "per_link"}}, {"model": {"lam": -1}}, {"tuning": {"n_folds": 1}},
                 {"modle": {}}):

@@ -25,7 +25,7 @@ from mom_pipeline.inverse.prescription import (
     with_every_context,
 )
 from mom_pipeline.methods.base import CostModel
-from mom_pipeline.methods.cost_free_tuning import fit_standardized, validation_curve
+from mom_pipeline.methods.cost_free_tuning import chosen_at_grid_edge, fit_standardized, validation_curve
 from mom_pipeline.methods.feature_scaling import FeatureScaleError, FeatureStandardizer
 from mom_pipeline.methods.mom import MOM, negligible_costs
 from mom_pipeline.methods.mom_dual import check_dual_formulation_fits
@@ -104,6 +104,9 @@ def tune_lambda(problem: InverseProblem, inverse: InverseParams) -> tuple[pd.Dat
     log.info("inverse: lambda %s = %.3g, %.1f%% of held-out decisions reproduced (%d-fold validation, %.1f s)",
              "chosen" if inverse.tuned else "fixed", chosen["lam"], 100 * chosen["reproduced_share"],
              int(chosen["n_folds"]), time.perf_counter() - started)
+    edge = chosen_at_grid_edge(curve, "inverse.tuning.lambdas") if inverse.tuned else None
+    if edge:
+        log.warning("inverse: %s", edge)
     return curve, validation_curve_figure(curve, fixed=not inverse.tuned)
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from mom_pipeline.methods.cost_free_tuning import chosen_at_grid_edge
 from mom_pipeline.methods.feature_scaling import FeatureScaleError, FeatureStandardizer
 from mom_pipeline.networks import Network, read_network, read_tntp_network, read_tntp_trips
 from mom_pipeline.networks.files import NetworkNotFound, locate_network
@@ -90,6 +91,9 @@ def tune_lambda(problem: RouteProblem, inverse_routes: InverseRoutesParams) -> t
     chosen = curve[curve["chosen"]].iloc[0]
     log.info("inverse_routes: lambda %.3g, %.1f%% of held-out routes reproduced (%d-fold, %.1f s)", chosen["lam"],
              100 * chosen["reproduced_share"], int(chosen["n_folds"]), time.perf_counter() - started)
+    edge = chosen_at_grid_edge(curve, "inverse_routes.tuning.lambdas") if inverse_routes.model.lam == "auto" else None
+    if edge:
+        log.warning("inverse_routes: %s", edge)
     return curve, validation_curve_figure(curve, scored_from="held-out routes", fixed=inverse_routes.model.lam != "auto")
 
 

@@ -40,7 +40,7 @@ class RouteModelParams(StrictModel):
 class RouteTuningParams(StrictModel):
     where: ClassVar[str] = "inverse_routes.tuning"
 
-    lambdas: Annotated[tuple[PositiveNumber, ...], Field(min_length=1)] = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+    lambdas: Annotated[tuple[PositiveNumber, ...], Field(min_length=1)] = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
     n_folds: Annotated[StrictInt, Field(ge=2)] = 4
     seed: Annotated[StrictInt, Field(ge=0)] = 0
 

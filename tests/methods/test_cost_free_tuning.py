@@ -199,3 +199,7 @@ def test_a_share_still_rising_at_the_grids_end_is_reported():
 ])
 def test_a_choice_inside_the_grid_or_level_at_its_end_is_not_reported(lambdas, shares, chosen):
     assert chosen_at_grid_edge(_curve(lambdas, shares, chosen), "inverse.tuning.lambdas") is None
+
+
+def test_a_neighbour_that_could_not_be_fitted_is_not_a_reason_to_extend_the_grid():
+    assert chosen_at_grid_edge(_curve([1e-4, 1e-3], [float("nan"), 0.9], 1e-3), "inverse.tuning.lambdas") is None

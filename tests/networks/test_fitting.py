@@ -47,3 +47,35 @@ def test_the_curve_chooses_the_best_held_out_share(problem):
 def test_a_zero_arc_attribute_is_named(problem):
     with pytest.raises(FeatureScaleError, match=r"\['toll'\] are zero on every arc"):
         fit_route_model(problem, 0.01, cost_model="shared", arc_features=["free_flow_time", "toll"])
+
+
+def test_a_lambda_whose_fit_is_not_solved_is_left_out_with_a_warning(problem, monkeypatch, caplog):
+    """A restricted QP that Clarabel does not solve at one lambda: that lambda's share is NaN,
+    its failure is kept in the curve and logged, its other folds are not fitted, and the choice
+    is among the others; with every lambda failing the curve raises."""
+    import mom_pipeline.networks.fitting as fitting
+    from mom_pipeline.solvers.network_restricted import RestrictedQPNotSolved
+
+    real_fit, calls = fitting.fit_route_model, []
+
+    def failing_at(bad):
+        def fit(train_problem, lam, **options):
+            calls.append(lam)
+            if lam in bad:
+                raise RestrictedQPNotSolved(f"network MOM: the restricted QP was not solved: MaxIterations (lam {lam:g})")
+            return real_fit(train_problem, lam, **options)
+        return fit
+
+    monkeypatch.setattr(fitting, "fit_route_model", failing_at({1e-6}))
+    with caplog.at_level("WARNING", logger="mom_pipeline.networks.fitting"):
+        curve = route_validation_curve(problem, [1e-6, 1e-2], n_folds=3, seed=0, cost_model="shared",
+                                       arc_features=["free_flow_time", "baseline_delay"])
+    assert calls.count(1e-6) == 1 and calls.count(1e-2) == 3
+    failed = curve.set_index("lam").loc[1e-6]
+    assert np.isnan(failed["reproduced_share"]) and "fold 1" in failed["failure"] and "MaxIterations" in failed["failure"]
+    assert not failed["chosen"] and curve.set_index("lam").loc[1e-2, "chosen"]
+    assert "lambda 1e-06 left out of the choice" in caplog.text
+    monkeypatch.setattr(fitting, "fit_route_model", failing_at({1e-6, 1e-2}))
+    with pytest.raises(RestrictedQPNotSolved, match="no lambda could be fitted; lambda 1e-06, fold 1"):
+        route_validation_curve(problem, [1e-6, 1e-2], n_folds=3, seed=0, cost_model="shared",
+                               arc_features=["free_flow_time", "baseline_delay"])

@@ -191,7 +191,7 @@ def chosen_at_grid_edge(curve: pd.DataFrame, parameter: str) -> str | None:
         return None
     neighbour = 1 if at == 0 else at - 1
     share, next_share = ordered.loc[at, "reproduced_share"], ordered.loc[neighbour, "reproduced_share"]
-    if share <= next_share:
+    if not share > next_share:  # level, lower, or the neighbour not fitted (NaN)
         return None
     side = "smallest" if at == 0 else "largest"
     return (f"the chosen lambda {ordered.loc[at, 'lam']:.3g} is the {side} of {parameter} and reproduces "

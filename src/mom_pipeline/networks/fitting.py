@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..methods.cost_free_tuning import kfold_indices
 from ..methods.feature_scaling import FeatureScaleError, FeatureStandardizer
+from ..solvers.network_restricted import RestrictedQPNotSolved
 from .network import Network, usable_arcs
 from .oracle import shortest_routes
 from .routes import RouteProblem
@@ -120,20 +121,32 @@ def route_validation_curve(problem: RouteProblem, lambdas, *, n_folds: int = 4, 
                            ) -> pd.DataFrame:
     """One row per lambda: the share of held-out routes reproduced exactly (mean and standard
     deviation over the K folds of `cost_free_tuning.kfold_indices`), the mean training objective,
-    the seconds of its fits, and `chosen` (exactly one True: the highest share; ties go to the
-    larger lambda, the simpler model)."""
+    the seconds of its fits, `failure` (empty, or why a fit of that lambda was not solved: its
+    share is NaN and it is not chosen, with a warning; its remaining folds are skipped) and
+    `chosen` (exactly one True: the highest share; ties go to the larger lambda, the simpler
+    model). Raises RestrictedQPNotSolved when no lambda could be fitted."""
     folds = kfold_indices(problem.n_samples, n_folds, seed)
     lambdas = [float(lam) for lam in lambdas]
     shares = np.empty((len(lambdas), n_folds))
     objectives = np.empty((len(lambdas), n_folds))
     seconds = np.zeros(len(lambdas))
+    failures = [""] * len(lambdas)
     for k, (train, held_out) in enumerate(folds):
         train_problem, test = problem.subset(train), problem.subset(held_out)
         for i, lam in enumerate(lambdas):
+            if failures[i]:
+                continue
             started = time.perf_counter()
-            model = fit_route_model(train_problem, lam, cost_model=cost_model, arc_features=arc_features,
-                                    estimator_params=estimator_params)
-            seconds[i] += time.perf_counter() - started
+            try:
+                model = fit_route_model(train_problem, lam, cost_model=cost_model, arc_features=arc_features,
+                                        estimator_params=estimator_params)
+            except RestrictedQPNotSolved as error:
+                failures[i] = f"fold {k + 1}: {error}"
+                shares[i], objectives[i] = np.nan, np.nan
+                log.warning("route lambda tuning: lambda %.3g left out of the choice (%s)", lam, failures[i])
+                continue
+            finally:
+                seconds[i] += time.perf_counter() - started
             predicted, no_route = model.routes(problem.network, test.Z, test.origins, test.destinations)
             shares[i, k] = same_routes(predicted, test.X).mean()  # a context without a route is not reproduced
             if no_route:
@@ -144,8 +157,11 @@ def route_validation_curve(problem: RouteProblem, lambdas, *, n_folds: int = 4, 
                  len(lambdas))
     curve = pd.DataFrame({"lam": lambdas, "reproduced_share": shares.mean(axis=1),
                           "reproduced_share_std": shares.std(axis=1), "training_objective": objectives.mean(axis=1),
-                          "fit_seconds": seconds, "n_folds": n_folds, "seed": seed})
-    best = curve.assign(order=-np.arange(len(curve))).sort_values(
+                          "fit_seconds": seconds, "n_folds": n_folds, "seed": seed, "failure": failures})
+    if curve["reproduced_share"].isna().all():
+        raise RestrictedQPNotSolved("route lambda tuning: no lambda could be fitted; "
+                                    + "; ".join(f"lambda {lam:g}, {why}" for lam, why in zip(lambdas, failures)))
+    best = curve.dropna(subset=["reproduced_share"]).assign(order=lambda c: -c.index).sort_values(
         ["reproduced_share", "lam", "order"], ascending=[False, False, True]).index[0]
     curve["chosen"] = curve.index == best
     return curve

@@ -141,3 +141,11 @@ def test_every_project_environment_merges_as_omegaconf_does(env):
         # the project's loader: the same, without the anchor helpers
         without_anchors = {key: value for key, value in expected.items() if not key.startswith("_")}
         assert typed(ProjectConfigLoader(str(CONF), **kwargs)["parameters"]) == typed(without_anchors), runtime
+
+
+@pytest.mark.parametrize("strategy", ["Soft", "hard", 1])
+def test_a_strategy_is_read_as_omegaconfigloader_reads_it(tmp_path, strategy):
+    conf = write_conf(tmp_path, {"base": BASE_FILES, "smoke": ENV_FILES})
+    kwargs = dict(base_env="base", default_run_env="smoke", merge_strategy={"parameters": strategy})
+    assert (plain_parameters(OmegaConfigLoader(str(conf), **kwargs)) is None) == (strategy != "Soft")
+    assert typed(project_result(conf, **kwargs)) == typed(kedro_result(conf, **kwargs))

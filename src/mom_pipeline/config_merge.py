@@ -44,7 +44,8 @@ def plain_parameters(loader: OmegaConfigLoader) -> dict[str, Any] | None:
 def _merged(loader: OmegaConfigLoader) -> dict[str, Any]:
     if loader._protocol != "file" or not loader.base_env:
         raise NotPlain
-    strategy = loader.merge_strategy.get("parameters", "destructive").lower()
+    strategy = loader.merge_strategy.get("parameters", "destructive")
+    strategy = strategy.lower() if isinstance(strategy, str) else None
     if strategy not in ("soft", "destructive"):
         raise NotPlain  # OmegaConfigLoader names the accepted strategies in its error
     runtime = _checked(loader.runtime_params or {})

@@ -1,7 +1,7 @@
 # Two commands do all the set-up on a fresh machine that has only python3:
 #   make run   -> creates .venv, installs the locked environment, runs the shortest-path experiment
 #   make test  -> same set-up, then the test suite
-#   make test-fast -> the unit tests only, in about 110 CPU-seconds (no Kedro runs, browser, notebook)
+#   make test-fast -> the unit tests only, in about 95 CPU-seconds (no Kedro runs, browser, notebook)
 #   make compare-smoke BASE=<rev> -> the smoke run's tables of <rev> and HEAD compared bit for bit
 #   make lock  -> re-resolves requirements.lock from pyproject.toml (after changing a dependency)
 #   make notebook -> installs JupyterLab (the `notebook` extra) and opens notebooks/redraw_figure.ipynb

@@ -22,10 +22,14 @@ def test_a_loader_merges_its_parameters_once_and_every_read_gets_its_own_copy(tm
                       ("smoke", "fig1:\n  experiment: {trials: 2}\n")):
         (tmp_path / env).mkdir()
         (tmp_path / env / "parameters.yml").write_text(text)
-    merges = []
-    merge = OmegaConfigLoader.__getitem__
+    import mom_pipeline.settings
+
+    merges = []  # either merge: the plain one (these files have no interpolations) or OmegaConf's
+    merge, plain = OmegaConfigLoader.__getitem__, mom_pipeline.settings.plain_parameters
     monkeypatch.setattr(OmegaConfigLoader, "__getitem__",
                         lambda self, key: merges.append(key) or merge(self, key))
+    monkeypatch.setattr(mom_pipeline.settings, "plain_parameters",
+                        lambda loader: merges.append("parameters") or plain(loader))
     loader = ProjectConfigLoader(str(tmp_path), base_env="base", default_run_env="smoke",
                                  merge_strategy={"parameters": "soft"},
                                  runtime_params={"fig1": {"experiment": {"trials": 3}}})

@@ -44,14 +44,12 @@ def test_dfl_benchmark_is_registered_outside_the_default_run():
 
 
 def test_base_protocol_is_pyepos_epochs_per_training_size_and_adam_on_batches_of_32():
-    from kedro.config import OmegaConfigLoader
-
     from mom_pipeline.experiments import parse_spec
     from mom_pipeline.experiments.train import estimator_class
     from mom_pipeline.methods.dfl import _DecisionFocusedModel
-    from mom_pipeline.settings import CONFIG_LOADER_ARGS
+    from mom_pipeline.settings import CONFIG_LOADER_ARGS, ProjectConfigLoader
 
-    loader = OmegaConfigLoader(str(Path(__file__).resolve().parents[2] / "conf"), env="local", **{
+    loader = ProjectConfigLoader(str(Path(__file__).resolve().parents[2] / "conf"), env="local", **{
         k: v for k, v in CONFIG_LOADER_ARGS.items() if k != "default_run_env"})
     cells = {key: parse_spec(value["experiment"]) for key, value in loader["parameters"]["dfl_benchmark"].items()
              if isinstance(value, dict) and "experiment" in value}

@@ -8,13 +8,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from kedro.config import OmegaConfigLoader
 
 from mom_pipeline.experiments.data import generate_experiment, solve_experiment
 from mom_pipeline.experiments.online import run_online_trial
 from mom_pipeline.experiments.spec import ExperimentSpec
 from mom_pipeline.pipelines.experiment.nodes import report_online, run_online
-from mom_pipeline.settings import CONFIG_LOADER_ARGS
+from mom_pipeline.settings import CONFIG_LOADER_ARGS, ProjectConfigLoader
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
@@ -26,8 +25,8 @@ def _fig5(env: str) -> dict:
 
 @functools.cache
 def _fig5_merged(env: str) -> dict:
-    """Merged once per environment: each merge of the project's parameters is about 2 CPU-s."""
-    loader = OmegaConfigLoader(str(PROJECT_ROOT / "conf"), env=env, **{
+    """Merged once per environment, as a run merges them."""
+    loader = ProjectConfigLoader(str(PROJECT_ROOT / "conf"), env=env, **{
         k: v for k, v in CONFIG_LOADER_ARGS.items() if k != "default_run_env"})
     return loader["parameters"]["fig5"]["experiment"]
 

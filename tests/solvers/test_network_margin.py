@@ -315,3 +315,37 @@ def test_substituted_route_potentials_solve_the_equality_form():
         assert abs(objective[0] - objective[1]) <= 1e-8 * objective[0]
         assert np.allclose(substituted.Theta, equality.Theta, atol=1e-6 * np.abs(equality.Theta).max())
         assert np.allclose(substituted.S.sum(axis=1), equality.S.sum(axis=1), atol=1e-6)
+
+
+def _clarabel_failing_first(monkeypatch, failures: int):
+    """clarabel.DefaultSolver whose first `failures` solves stop after one iteration (a real
+    MaxIterations); the settings of every solve are kept."""
+    import clarabel
+
+    real, seen = clarabel.DefaultSolver, []
+
+    def solver(P, q, A, b, cones, settings):
+        seen.append((settings.static_regularization_constant, settings.static_regularization_proportional))
+        if len(seen) <= failures:
+            settings.max_iter = 1
+        return real(P, q, A, b, cones, settings)
+
+    monkeypatch.setattr(clarabel, "DefaultSolver", solver)
+    return seen
+
+
+def test_a_restricted_qp_clarabel_does_not_solve_is_tried_again_with_less_regularization(monkeypatch):
+    from mom_pipeline.solvers.network_restricted import RETRY_STATIC_REGULARIZATION, RestrictedQPNotSolved
+
+    Z, X, tails, heads, n_nodes, rng = two_way_network(seed=4, T=30)
+    data = network_samples(tails, heads, n_nodes, X, Z, rng.uniform(0.5, 1.5, (len(tails), 2)))
+    reference = solve_network_margin(data, 1e-2, method="clarabel", pilot=False)
+    seen = _clarabel_failing_first(monkeypatch, failures=1)
+    retried = solve_network_margin(data, 1e-2, method="clarabel", pilot=False)
+    assert seen[1] == (RETRY_STATIC_REGULARIZATION, 0.0) and seen[0] != seen[1]
+    assert abs(retried.objective - reference.objective) <= 1e-8 * reference.objective
+    assert retried.certificate["relative_gap"] <= 1e-8
+    _clarabel_failing_first(monkeypatch, failures=10**6)
+    with pytest.raises(RestrictedQPNotSolved, match=r"MaxIterations after 1 iterations; with static regularization "
+                                                    r"1e-10: MaxIterations after 1 iterations"):
+        solve_network_margin(data, 1e-2, method="clarabel", pilot=False)

@@ -92,6 +92,27 @@ def test_the_pool_grows_with_optimal_decisions_and_stays_feasible():
     assert np.abs(pool.solutions @ lp.A.T - lp.b).max() < 1e-12 and pool.solutions.min() >= 0
 
 
+def test_the_pool_keeps_its_first_members_in_order_as_it_grows():
+    rng = np.random.default_rng(3)
+    batches = [rng.integers(0, 3, (size, 5)) / 2 for size in (2, 7, 1, 40, 13)]  # repeats across and within batches
+    pool = SolutionPool(batches[0])
+    views = [pool.solutions]
+    for batch in batches[1:]:
+        pool.add(batch)
+        views.append(pool.solutions)
+    seen, expected = set(), []
+    for x in np.concatenate(batches):
+        if tuple(x) not in seen:
+            seen.add(tuple(x))
+            expected.append(x)
+    np.testing.assert_array_equal(pool.solutions, np.asarray(expected))
+    assert len(pool) == len(expected) > len(batches[0])
+    for view in views:  # a view read before the pool grew still holds the members of its time
+        np.testing.assert_array_equal(view, np.asarray(expected[:len(view)]))
+    with pytest.raises(ValueError, match="read-only"):
+        pool.solutions[0, 0] = 5.0
+
+
 @pytest.mark.parametrize("model, bound", [(NCE(n_epochs=30, step_size=0.05), 0.01),
                                           (CMAP(n_epochs=30, step_size=0.05), 0.002),
                                           (PointwiseLTR(n_epochs=30, step_size=0.05), 0.002),

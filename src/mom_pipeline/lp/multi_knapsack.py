@@ -29,6 +29,7 @@ import numpy as np
 from ..checks import finite_samples
 from .errors import LPInputError
 from .highs import LPSolution, solve_lp_batch
+from .two_resource_simplex import solve_two_resource
 
 # Relative tolerance of the reduced costs, the ratio test and the zero entries.
 TOL = 1e-9
@@ -79,11 +80,32 @@ class MultiKnapsack:
         return C[:, :m] - C[:, m:m + k] @ self.weights - C[:, m + k:]
 
     def solve(self, C, need_basis: bool = True) -> LPSolution:
-        """Solve every sample (C: (T, 2m + k)) exactly; see the module docstring. The basis
-        comes with every solution (need_basis is accepted for the oracle interface)."""
+        """Solve every sample (C: (T, 2m + k)) exactly. With two resources the closed-form
+        simplex of `two_resource_simplex` solves the samples whose optimal basis it certifies
+        unique; the others, and every sample of other k, take the general simplex of the
+        module docstring. need_basis=False skips the basis (`basis` is None)."""
         k, m = self.weights.shape
         n = 2 * m + k
         C = finite_samples("C", C, n_columns=n, min_samples=1, one_sample_as_row=True, error=LPInputError)
+        if k != 2:
+            general = self._general_simplex(C)
+            return general if need_basis else LPSolution(x=general.x, objective=general.objective, basis=None)
+        certified, X_items, slack, basis, at_upper = solve_two_resource(self.item_costs(C), self.weights,
+                                                                        self.capacities)
+        X = np.concatenate([X_items, slack, 1.0 - X_items], axis=1)
+        standard_basis = _standard_basis(basis, at_upper, m, k) if need_basis else None
+        objective = np.einsum("tn,tn->t", C, X)
+        rest = np.flatnonzero(~certified)
+        if len(rest):
+            general = self._general_simplex(C[rest])
+            X[rest], objective[rest] = general.x, general.objective
+            if need_basis:
+                standard_basis[rest] = general.basis
+        return LPSolution(x=X, objective=objective, basis=standard_basis)
+
+    def _general_simplex(self, C: np.ndarray) -> LPSolution:
+        """The bounded-variable simplex of the module docstring on every sample of C (checked)."""
+        k, m = self.weights.shape
         T = len(C)
         W, cap = self.weights, self.capacities
         M = np.concatenate([W, np.eye(k)], axis=1)  # (k, m + k): the items, then the resource slacks
@@ -133,20 +155,24 @@ class MultiKnapsack:
         X_items, slack = values[:, :m], values[:, m:]
         X_items[np.abs(X_items - 1) <= TOL] = 1.0
         X = np.concatenate([X_items, slack, 1.0 - X_items], axis=1)
-        item_basic = np.zeros((T, m + k), dtype=bool)
-        np.put_along_axis(item_basic, basis, True, axis=1)
-        items = np.arange(m)
-        # per item: x_j if it is at 1, u_j if at 0; a basic item adds the other one
-        per_item = np.where(at_upper[:, :m], items, m + k + items)
-        other = np.where(at_upper[:, :m], m + k + items, items)
-        extra = np.where(basis < m, np.take_along_axis(other, np.minimum(basis, m - 1), axis=1), basis)
-        standard_basis = np.sort(np.concatenate([per_item, extra], axis=1), axis=1)
+        standard_basis = _standard_basis(basis, at_upper[:, :m], m, k)
         objective = np.einsum("tn,tn->t", C, X)
         if len(unsolved):
             A, b = self.constraints()
             exact = solve_lp_batch(A, b, C[unsolved])
             X[unsolved], objective[unsolved], standard_basis[unsolved] = exact.x, exact.objective, exact.basis
-        return LPSolution(x=X, objective=objective, basis=standard_basis if need_basis else None)
+        return LPSolution(x=X, objective=objective, basis=standard_basis)
+
+
+def _standard_basis(basis, items_at_upper, m: int, k: int) -> np.ndarray:
+    """(T, m + k) sorted standard-form basis of a bounded-variable basis (T, k) over the items
+    (0..m-1) and resource slacks (m..m+k-1): per item x_j if it is at 1, u_j if at 0; a
+    basic item adds the other one, a basic slack itself."""
+    items = np.arange(m)
+    per_item = np.where(items_at_upper, items, m + k + items)
+    other = np.where(items_at_upper, m + k + items, items)
+    extra = np.where(basis < m, np.take_along_axis(other, np.minimum(basis, m - 1), axis=1), basis)
+    return np.sort(np.concatenate([per_item, extra], axis=1), axis=1)
 
 
 def _greedy_start(Q, W, cap) -> np.ndarray:

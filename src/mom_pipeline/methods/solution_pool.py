@@ -49,28 +49,41 @@ POOL_DECIMALS = 9
 
 
 class SolutionPool:
-    """Distinct feasible solutions (rows), in the order they were found."""
+    """Distinct feasible solutions (rows), in the order they were found.
+
+    The rows live in one array that doubles when full, so a step reads the pool as a view
+    instead of stacking every row again (the pool grows to thousands of rows)."""
 
     def __init__(self, X):
+        X = np.asarray(X, dtype=float)
         self._keys: set[bytes] = set()
-        self._rows: list[np.ndarray] = []
+        self._rows = np.empty((max(len(X), 1), X.shape[1]))
+        self._size = 0
         self.add(X)
 
     def add(self, X) -> None:
         """Add the rows of X that are not in the pool yet."""
-        for x in np.asarray(X, dtype=float):
-            key = np.round(x, POOL_DECIMALS).tobytes()
+        X = np.asarray(X, dtype=float)
+        for x, rounded in zip(X, np.round(X, POOL_DECIMALS)):
+            key = rounded.tobytes()
             if key not in self._keys:
                 self._keys.add(key)
-                self._rows.append(x.copy())
+                if self._size == len(self._rows):
+                    grown = np.empty((2 * len(self._rows), self._rows.shape[1]))
+                    grown[:self._size] = self._rows
+                    self._rows = grown
+                self._rows[self._size] = x
+                self._size += 1
 
     @property
     def solutions(self) -> np.ndarray:
-        """(|S|, n) the pool's solutions."""
-        return np.asarray(self._rows)
+        """(|S|, n) the pool's solutions (a read-only view)."""
+        view = self._rows[:self._size]
+        view.setflags(write=False)
+        return view
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return self._size
 
 
 def nce_loss(C_hat, X_star, S) -> tuple[np.ndarray, np.ndarray]:

@@ -349,3 +349,22 @@ def test_a_restricted_qp_clarabel_does_not_solve_is_tried_again_with_less_regula
     with pytest.raises(RestrictedQPNotSolved, match=r"MaxIterations after 1 iterations; with static regularization "
                                                     r"1e-10: MaxIterations after 1 iterations"):
         solve_network_margin(data, 1e-2, method="clarabel", pilot=False)
+
+
+@pytest.mark.parametrize("gap, side", [(3e-4, "above tol"), (-2.6e-4, "below -tol")])
+def test_a_fit_whose_gap_is_outside_the_tolerance_on_either_side_is_refused(monkeypatch, gap, side):
+    """A positive gap above tol is not optimal; a negative one beyond tol breaks weak duality
+    (seen at -2.6e-4 on a 40,000-link network): neither fit is returned."""
+    import mom_pipeline.methods.route_mom as route_mom
+    from mom_pipeline.solvers.network_margin import solve_network_margin as real_solve
+
+    def with_gap(*args, **kwargs):
+        result = real_solve(*args, **kwargs)
+        result.certificate = dict(result.certificate, relative_gap=gap)
+        return result
+
+    Z, X, tails, heads, n_nodes, rng = two_way_network(seed=4, T=30)
+    monkeypatch.setattr(route_mom, "solve_network_margin", with_gap)
+    with pytest.raises(route_mom.UncertifiedFit, match=side):
+        RouteMOM(lam=1e-2).fit(Z, X, tails=tails, heads=heads, n_nodes=n_nodes,
+                               arc_features=rng.uniform(0.5, 1.5, (len(tails), 2)))

@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..methods.cost_free_tuning import kfold_indices
 from ..methods.feature_scaling import FeatureScaleError, FeatureStandardizer
+from ..methods.route_mom import UncertifiedFit
 from ..solvers.network_restricted import RestrictedQPNotSolved
 from .network import Network, usable_arcs
 from .oracle import shortest_routes
@@ -121,7 +122,7 @@ def route_validation_curve(problem: RouteProblem, lambdas, *, n_folds: int = 4, 
                            ) -> pd.DataFrame:
     """One row per lambda: the share of held-out routes reproduced exactly (mean and standard
     deviation over the K folds of `cost_free_tuning.kfold_indices`), the mean training objective,
-    the seconds of its fits, `failure` (empty, or why a fit of that lambda was not solved: its
+    the seconds of its fits, `failure` (empty, or why a fit of that lambda was not solved or not certified: its
     share is NaN and it is not chosen, with a warning; its remaining folds are skipped) and
     `chosen` (exactly one True: the highest share; ties go to the larger lambda, the simpler
     model). Raises RestrictedQPNotSolved when no lambda could be fitted."""
@@ -140,7 +141,7 @@ def route_validation_curve(problem: RouteProblem, lambdas, *, n_folds: int = 4, 
             try:
                 model = fit_route_model(train_problem, lam, cost_model=cost_model, arc_features=arc_features,
                                         estimator_params=estimator_params)
-            except RestrictedQPNotSolved as error:
+            except (RestrictedQPNotSolved, UncertifiedFit) as error:
                 failures[i] = f"fold {k + 1}: {error}"
                 shares[i], objectives[i] = np.nan, np.nan
                 log.warning("route lambda tuning: lambda %.3g left out of the choice (%s)", lam, failures[i])

@@ -122,10 +122,10 @@ def route_validation_curve(problem: RouteProblem, lambdas, *, n_folds: int = 4, 
                            ) -> pd.DataFrame:
     """One row per lambda: the share of held-out routes reproduced exactly (mean and standard
     deviation over the K folds of `cost_free_tuning.kfold_indices`), the mean training objective,
-    the seconds of its fits, `failure` (empty, or why a fit of that lambda was not solved or not certified: its
-    share is NaN and it is not chosen, with a warning; its remaining folds are skipped) and
-    `chosen` (exactly one True: the highest share; ties go to the larger lambda, the simpler
-    model). Raises RestrictedQPNotSolved when no lambda could be fitted."""
+    the seconds of its fits, `failure` (empty, or why a fit of that lambda was not solved or not
+    certified: its share is NaN and it is not chosen, with a warning; its remaining folds are
+    skipped) and `chosen` (exactly one True: the highest share; ties go to the larger lambda,
+    the simpler model). Raises RestrictedQPNotSolved when no lambda could be fitted."""
     folds = kfold_indices(problem.n_samples, n_folds, seed)
     lambdas = [float(lam) for lam in lambdas]
     shares = np.empty((len(lambdas), n_folds))

@@ -131,8 +131,8 @@ def solve_restricted(data: NetworkSamples, working: np.ndarray, lam: float, thre
 
 
 class RestrictedQPNotSolved(RuntimeError):
-    """Clarabel stopped on a restricted QP without reaching even its reduced tolerances (seen at
-    lam = 1e-6 on a 40,000-link network): no fit, and no result to certify."""
+    """Clarabel stopped on a restricted QP without reaching even its reduced tolerances, at the
+    default settings and at the retry's: no fit, and no result to certify."""
 
 
 #: Clarabel's static regularization on a second attempt. Its default (1e-8 plus a part
